@@ -1,0 +1,68 @@
+# ctprof — `make demo` runs the main job, `make test` runs every test.
+# Both install what a fresh machine lacks (see scripts/deps.sh).
+
+GO        ?= go
+BIN       := bin/ctprof
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X github.com/ctprof/ctprof/internal/cli.version=$(VERSION)
+# Fuzz time per target inside `make test` (bounded so CI stays short).
+FUZZTIME  ?= 10s
+# Per-package timeout of the test run; JVM tests start real JVMs.
+TESTTIMEOUT ?= 30m
+SHARED_DUMPS ?= $(abspath ../shared/dumps)
+
+.PHONY: all build deps test unit fuzz vet bench demo fmt lint clean help
+
+all: build
+
+help:
+	@echo "make build   static binary into ./bin (CGO_ENABLED=0)"
+	@echo "make demo    start a contended Java program, profile it, print the summary"
+	@echo "make test    install what is missing, vet, run every test (real JVMs included) and short fuzz runs"
+	@echo "make bench   parser benchmarks (figures in docs/PERFORMANCE.md)"
+	@echo "make fmt     gofmt the tree;  make lint  gofmt check + go vet"
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ctprof
+
+# deps checks (and, as root, installs) the JDKs and tools the tests need.
+deps:
+	@bash scripts/deps.sh
+
+vet:
+	$(GO) vet ./...
+
+test: deps vet unit fuzz
+	@echo "make test: all tests passed"
+
+unit:
+	@if [ -d "$(SHARED_DUMPS)" ]; then \
+		echo "real-world dump corpus: $(SHARED_DUMPS) (the corpus tests run)"; \
+	else \
+		echo "real-world dump corpus: $(SHARED_DUMPS) not found (the corpus tests are skipped)"; \
+	fi
+	CTPROF_SHARED_DUMPS=$(SHARED_DUMPS) $(GO) test -count=1 -timeout $(TESTTIMEOUT) ./...
+
+# Each parser's fuzz target runs for FUZZTIME; a crash fails the build and
+# leaves the input under testdata/fuzz for a regression test.
+fuzz:
+	@for t in $$($(GO) test -list '^Fuzz' ./pkg/threaddump/ | grep '^Fuzz'); do \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./pkg/threaddump/ || exit 1; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/threaddump/
+
+demo: build deps
+	@bash scripts/demo.sh
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/report"
+	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/pkg/threaddump"
+)
+
+// AnalyzeOptions are the inputs of `ctprof analyze`.
+type AnalyzeOptions struct {
+	IO     IO
+	Files  []string
+	Format string
+	Top    int
+}
+
+var outputFormats = []string{"text", "json", "folded"}
+
+const analyzeLong = `Analyze thread dumps that were already taken.
+
+Each FILE may hold one dump, a series of dumps (jcmd Thread.print run several
+times into one file, kill -3 output in a log), or be gzip-compressed; several
+FILEs are read in the order given and treated as one series. Use - to read
+standard input.
+
+Formats read: HotSpot text from jstack, jcmd <pid> Thread.print (with or
+without -l) and kill -3 (JDK 6 to 25, embedded in other log lines or not),
+jcmd <pid> Thread.dump_to_file in text and JSON (JDK 21+), and OpenJ9/IBM
+javacore files. UTF-16 with a byte order mark and CRLF line endings are fine.
+
+The text report leads with findings (deadlocks, lock hotspots, stuck threads),
+then the lock table (each lock, its owner and the frame the owner runs, its
+waiters and the first application frame they wait in), deadlocks, thread pools
+(names with digits replaced by N), groups of identical stacks, and for a
+series the busiest threads by cpu= deltas and threads stuck in one frame.
+
+--format json prints the same as a stable document for scripts (docs/json.md);
+--format folded prints collapsed stacks (root first) for flamegraph.pl and
+speedscope.
+
+Owners of java.util.concurrent locks only appear in dumps taken with -l
+(jcmd <pid> Thread.print -l, jstack -l).`
+
+const analyzeExample = `  ctprof analyze dump.txt
+  jcmd 4242 Thread.print -l | ctprof analyze -
+  ctprof analyze --format json dump1.txt dump2.txt dump3.txt
+  ctprof analyze --format folded app.log.gz > stacks.folded`
+
+// NewCmdAnalyze builds `ctprof analyze`. runF replaces analyzeRun in tests.
+func NewCmdAnalyze(io IO, runF func(*AnalyzeOptions) error) *cobra.Command {
+	opts := &AnalyzeOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:     "analyze FILE...",
+		Short:   "Analyze thread dump files: locks, deadlocks, pools, stuck threads",
+		Long:    analyzeLong,
+		Example: analyzeExample,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("analyze needs at least one FILE (or - for standard input)")
+			}
+			return nil
+		},
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			return nil, cobra.ShellCompDirectiveDefault
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Files = args
+			if err := checkFormat(opts.Format); err != nil {
+				return err
+			}
+			if opts.Top < 0 {
+				return usageErrorf("--top must be positive")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return analyzeRun(opts)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.Format, "format", "f", "text", "output format: text, json or folded")
+	cmd.Flags().IntVar(&opts.Top, "top", 10, "rows per table in the text report")
+	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return outputFormats, cobra.ShellCompDirectiveNoFileComp
+	})
+	return cmd
+}
+
+func checkFormat(f string) error {
+	for _, x := range outputFormats {
+		if f == x {
+			return nil
+		}
+	}
+	return usageErrorf("unknown --format %q: use text, json or folded", f)
+}
+
+// analyzeRun parses every file, feeds every dump to one Aggregator, and
+// writes its summary. A file that cannot be read is reported and skipped;
+// the others are still analyzed, and the exit code says something failed.
+func analyzeRun(opts *AnalyzeOptions) error {
+	agg := analysis.New()
+	var failed []error
+	dumps := 0
+	for _, name := range opts.Files {
+		ds, err := readDumps(opts.IO.In, name)
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		for _, d := range ds {
+			agg.Add(&sample.Snapshot{Time: d.Time, Source: name, Dump: d})
+			dumps++
+		}
+	}
+	if dumps == 0 {
+		if len(failed) == 1 {
+			return failed[0]
+		}
+		for _, e := range failed[:len(failed)-1] {
+			fmt.Fprintf(opts.IO.ErrOut, "ctprof: %v\n", e)
+		}
+		return failed[len(failed)-1]
+	}
+	if err := writeSummary(opts.IO.Out, agg, opts.Format, opts.Top); err != nil {
+		return err
+	}
+	for _, e := range failed {
+		fmt.Fprintf(opts.IO.ErrOut, "ctprof: %v (skipped; the summary covers the other files)\n", e)
+	}
+	if len(failed) > 0 {
+		return silentError{code: ExitFailure}
+	}
+	return nil
+}
+
+func readDumps(stdin io.Reader, name string) ([]*threaddump.Dump, error) {
+	var r io.Reader
+	if name == "-" {
+		r = stdin
+		name = "standard input"
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("open dump: %w", err)
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return nil, fmt.Errorf("%s is a directory, not a dump file", name)
+		}
+		r = f
+	}
+	ds, err := threaddump.Parse(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return ds, nil
+}
+
+func writeSummary(w io.Writer, agg *analysis.Aggregator, format string, top int) error {
+	switch format {
+	case "json":
+		return report.JSON(w, agg.Summary())
+	case "folded":
+		return report.Folded(w, agg.Stacks())
+	default:
+		return report.Text(w, agg.Summary(), report.TextOptions{Top: top})
+	}
+}

@@ -1,0 +1,93 @@
+// Package report writes the Aggregator's results in the forms people read
+// (text summary) and tools read (JSON, folded stacks). It formats; it never
+// computes statistics of its own.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ctprof/ctprof/internal/analysis"
+)
+
+// JSON writes the summary as indented JSON (schema in docs/json.md).
+// encoding/json escapes <, > and & so the output is safe to embed in HTML.
+func JSON(w io.Writer, s *analysis.Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		return fmt.Errorf("write JSON summary: %w", err)
+	}
+	return nil
+}
+
+// Folded writes Brendan Gregg's collapsed-stack format, root frame first,
+// one line per distinct stack: "a;b;c 12". flamegraph.pl, speedscope and
+// inferno read it.
+func Folded(w io.Writer, stacks []*analysis.FoldedStack) error {
+	var b strings.Builder
+	for _, s := range stacks {
+		b.Reset()
+		for i, f := range s.Frames {
+			if i > 0 {
+				b.WriteByte(';')
+			}
+			b.WriteString(foldedFrame(f))
+		}
+		fmt.Fprintf(&b, " %d\n", s.Count)
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return fmt.Errorf("write folded stacks: %w", err)
+		}
+	}
+	return nil
+}
+
+// foldedFrame keeps a frame name from breaking the line format: ';'
+// separates frames and a newline separates stacks.
+func foldedFrame(f string) string {
+	if !strings.ContainsAny(f, ";\n\r") {
+		return f
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case ';':
+			return ':'
+		case '\n', '\r':
+			return ' '
+		}
+		return r
+	}, f)
+}
+
+// Terminal makes text from the target safe to print: control characters
+// (escape sequences could rewrite the user's screen) are shown escaped,
+// invalid UTF-8 as U+FFFD.
+func Terminal(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			b.WriteRune('\uFFFD')
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r):
+			q := fmt.Sprintf("%+q", string(r))
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

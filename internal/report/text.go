@@ -1,0 +1,203 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/ctprof/ctprof/internal/analysis"
+)
+
+// TextOptions tune the text summary.
+type TextOptions struct {
+	// Top bounds each table; 0 means 10.
+	Top int
+}
+
+// Text writes the human summary, most important first: findings, then the
+// tables that back them. Every string from the target goes through Terminal.
+func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
+	top := opt.Top
+	if top <= 0 {
+		top = 10
+	}
+	tw := &textWriter{w: w}
+	T := Terminal
+
+	what := fmt.Sprintf("%d thread dump", s.Dumps)
+	if s.Dumps != 1 {
+		what += "s"
+	}
+	if s.FirstDump != nil && s.Dumps > 1 {
+		what += fmt.Sprintf(" from %s to %s", s.FirstDump.Format("2006-01-02 15:04:05"), s.LastDump.Format("15:04:05"))
+	} else if s.FirstDump != nil {
+		what += " taken " + s.FirstDump.Format("2006-01-02 15:04:05")
+	}
+	tw.printf("%s, %d threads in the last", what, s.Threads)
+	if s.VM != "" {
+		tw.printf(" (%s)", T(s.VM))
+	}
+	tw.printf("\n")
+	tw.printf("states: %s\n\n", formatStates(s.States))
+
+	tw.printf("FINDINGS\n")
+	if len(s.Findings) == 0 {
+		tw.printf("  none: no lock has more than one waiter, no deadlock, nothing stuck.\n")
+	}
+	for _, f := range s.Findings {
+		tw.printf("  [%s] %s\n", strings.ToUpper(f.Severity), T(f.Summary))
+		for _, e := range f.Evidence {
+			tw.printf("      %s\n", T(e))
+		}
+		tw.printf("      next: %s\n", T(f.NextStep))
+	}
+	tw.printf("\n")
+
+	tw.printf("LOCKS (threads queued to acquire)\n")
+	if len(s.Locks) == 0 {
+		tw.printf("  no thread is queued on a lock\n")
+	}
+	for i, l := range s.Locks {
+		if i == top {
+			tw.printf("  … %d more\n", len(s.Locks)-top)
+			break
+		}
+		owner := "owner unknown"
+		if l.Owner != nil {
+			owner = fmt.Sprintf("owner %q", T(*l.Owner))
+		}
+		tw.printf("  %3d waiting  %s %s <%s>  %s\n", l.Waiters, l.Kind, T(l.Class), l.Address, owner)
+		if s.Dumps > 1 {
+			tw.printf("               avg %.2f waiters, blocked in %.0f%% of dumps\n", l.AvgWaiters, 100*l.BlockedShare)
+		}
+		if l.WaitFrame != nil {
+			tw.printf("               waiters at %s\n", T(*l.WaitFrame))
+		}
+		if l.OwnerFrame != nil {
+			tw.printf("               owner runs %s\n", T(*l.OwnerFrame))
+		}
+		if l.OwnerLockFrame != nil && (l.OwnerFrame == nil || *l.OwnerLockFrame != *l.OwnerFrame) {
+			tw.printf("               owner took it in %s\n", T(*l.OwnerLockFrame))
+		}
+	}
+	tw.printf("\n")
+
+	if len(s.Deadlocks) > 0 {
+		tw.printf("DEADLOCKS\n")
+		for _, d := range s.Deadlocks {
+			tw.printf("  %d threads (found by %s, in %d dump(s)):\n", len(d.Threads), d.Source, d.Dumps)
+			for i, t := range d.Threads {
+				l := d.Locks[i]
+				tw.printf("    %q waits for %s %s <%s>\n", T(t), l.Kind, T(l.Class), l.Address)
+			}
+		}
+		tw.printf("\n")
+	}
+
+	tw.printf("THREAD POOLS (names with digits as N)\n")
+	for i, p := range s.Pools {
+		if i == top {
+			tw.printf("  … %d more\n", len(s.Pools)-top)
+			break
+		}
+		tw.printf("  %5d  %s  %s\n", p.Threads, T(p.Name), formatStates(p.States))
+	}
+	tw.printf("\n")
+
+	if len(s.StackGroups) > 0 {
+		tw.printf("IDENTICAL STACKS (last dump)\n")
+		for i, g := range s.StackGroups {
+			if i == top {
+				break
+			}
+			tw.printf("  %5d threads %s, e.g. %s\n", g.Threads, g.State, quoteNames(g.Names))
+			for j, f := range g.Frames {
+				if j == 4 {
+					tw.printf("          … %d more frames\n", len(g.Frames)-4)
+					break
+				}
+				tw.printf("          at %s\n", T(f))
+			}
+		}
+		tw.printf("\n")
+	}
+
+	if len(s.ThreadCPU) > 0 {
+		tw.printf("BUSIEST THREADS (cpu= deltas across the dumps)\n")
+		for i, c := range s.ThreadCPU {
+			if i == top {
+				break
+			}
+			tw.printf("  %6.1f%%  %8.3fs  %q\n", c.Percent, c.CPUSeconds, T(c.Thread))
+		}
+		tw.printf("\n")
+	}
+
+	if len(s.StuckThreads) > 0 {
+		tw.printf("STUCK THREADS (same stack in every dump)\n")
+		for i, st := range s.StuckThreads {
+			if i == top {
+				tw.printf("  … %d more\n", len(s.StuckThreads)-top)
+				break
+			}
+			tw.printf("  %-8s %q at %s\n", st.State, T(st.Thread), T(st.Frame))
+		}
+		tw.printf("\n")
+	}
+
+	if len(s.Warnings) > 0 {
+		tw.printf("WARNINGS\n")
+		for _, w := range s.Warnings {
+			tw.printf("  %s\n", T(w))
+		}
+	}
+	return tw.err
+}
+
+type textWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (t *textWriter) printf(format string, a ...any) {
+	if t.err != nil {
+		return
+	}
+	_, t.err = fmt.Fprintf(t.w, format, a...)
+}
+
+// formatStates prints "BLOCKED 8, RUNNABLE 3" in a fixed order.
+func formatStates(m map[string]int) string {
+	order := []string{"BLOCKED", "RUNNABLE", "WAITING", "TIMED_WAITING", "NEW", "TERMINATED", "NONE"}
+	var parts []string
+	seen := map[string]bool{}
+	for _, k := range order {
+		if n := m[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
+		seen[k] = true
+	}
+	var rest []string
+	for k := range m {
+		if !seen[k] && m[k] > 0 {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	for _, k := range rest {
+		parts = append(parts, fmt.Sprintf("%s %d", Terminal(k), m[k]))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func quoteNames(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", Terminal(n))
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,911 @@
+package threaddump
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// The HotSpot text parser is a single pass over the lines of the input. Every
+// string it stores is a substring of the input, and frames, lock lines and
+// threads live in a few large slabs, so a 4,000-thread dump costs a handful
+// of allocations. That is what keeps it above 200 MB/s.
+
+// hotspotParser holds the state of one pass.
+type hotspotParser struct {
+	text string
+	pos  int
+	line int // 1-based number of the current line
+
+	dumps []*Dump
+	dump  *Dump // the dump being filled, nil between dumps
+
+	threads slab[Thread]
+	frames  slab[Frame]
+	locks   slab[LockEvent]
+
+	// cur is the index (relative to threads.start) of the thread whose
+	// stack is being read, or -1.
+	cur int
+	// mounted is the virtual thread whose frames are being read after a
+	// "Mounted virtual thread #N" line, or nil.
+	mounted *Thread
+	// inStack is true while lines may still belong to the current thread's
+	// stack; a blank line ends it (only "Locked ownable synchronizers:" may
+	// follow the blank line and still belong to the thread).
+	inStack bool
+	inSync  bool // inside "Locked ownable synchronizers:"
+	inSMR   bool // inside the "Threads class SMR info:" element list
+	// inDeadlock is set from "Found one Java-level deadlock:" to the end of
+	// that report; the duplicate stacks it prints are skipped.
+	inDeadlock   bool
+	deadlockPart int // 1: the cycle description, 2: the duplicate stacks
+	dlEdge       *DeadlockEdge
+	// dlDump receives the deadlock report. HotSpot prints the report after
+	// the JNI trailer, so it belongs to the dump that was just closed.
+	dlDump *Dump
+
+	// pendingPID and pendingTime come from lines just before a header (the
+	// jcmd "<pid>:" preamble and the timestamp line).
+	pendingPID      int
+	pendingTime     time.Time
+	pendingTimeLine int
+}
+
+func newHotspotParser(text string) *hotspotParser {
+	p := &hotspotParser{text: text, cur: -1}
+	// Size the slabs from cheap counts so that they rarely grow.
+	p.frames.reserve(strings.Count(text, "\tat ") + 16)
+	p.locks.reserve(strings.Count(text, "\t- ") + 16)
+	p.threads.reserve(strings.Count(text, "\n\"") + 4)
+	return p
+}
+
+// parseHotSpot parses every HotSpot text dump in text.
+func parseHotSpot(text string) []*Dump {
+	p := newHotspotParser(text)
+	for p.pos < len(p.text) {
+		end := strings.IndexByte(p.text[p.pos:], '\n')
+		var ln string
+		if end < 0 {
+			ln = p.text[p.pos:]
+			p.pos = len(p.text)
+		} else {
+			ln = p.text[p.pos : p.pos+end]
+			p.pos += end + 1
+		}
+		if n := len(ln); n > 0 && ln[n-1] == '\r' {
+			ln = ln[:n-1]
+		}
+		p.line++
+		p.handle(ln)
+	}
+	p.endDump(false)
+	return p.dumps
+}
+
+func (p *hotspotParser) handle(ln string) {
+	// Fast paths for the lines that make up almost all of a dump.
+	if len(ln) > 4 && ln[0] == '\t' {
+		if ln[1] == 'a' && ln[2] == 't' && ln[3] == ' ' {
+			p.frameLine(ln[4:])
+			return
+		}
+		if ln[1] == '-' && ln[2] == ' ' {
+			p.lockLine(ln[3:])
+			return
+		}
+	}
+	if len(ln) == 0 {
+		p.blank()
+		return
+	}
+	if ln[0] == '"' {
+		p.quotedLine(ln)
+		return
+	}
+	t := strings.TrimLeft(ln, " \t")
+	if t == "" {
+		p.blank()
+		return
+	}
+	switch {
+	case strings.HasPrefix(t, "at ") && p.dump != nil && p.inStack:
+		p.frameLine(t[3:])
+	case strings.HasPrefix(t, "- ") && p.dump != nil && (p.inStack || p.inSync):
+		p.lockLine(t[2:])
+	case strings.HasPrefix(t, "java.lang.Thread.State: "):
+		p.stateLine(t[len("java.lang.Thread.State: "):])
+	case strings.HasPrefix(t, "Full thread dump"):
+		p.startDump(t)
+	default:
+		p.otherLine(ln, t)
+	}
+}
+
+func (p *hotspotParser) blank() {
+	if p.inDeadlock && p.deadlockPart == 1 {
+		p.dlEdge = nil
+	}
+	p.inStack = false
+	p.inSync = false
+	p.mounted = nil
+}
+
+// startDump opens a new dump at a "Full thread dump ..." header.
+func (p *hotspotParser) startDump(header string) {
+	p.endDump(false)
+	d := &Dump{
+		Format:        FormatHotSpot,
+		JNIGlobalRefs: -1,
+		JNIWeakRefs:   -1,
+		StartLine:     p.line,
+		PID:           p.pendingPID,
+	}
+	if !p.pendingTime.IsZero() && p.pendingTimeLine >= p.line-2 {
+		d.Time = p.pendingTime
+		d.StartLine = p.pendingTimeLine
+	}
+	vm := strings.TrimPrefix(header, "Full thread dump")
+	vm = strings.TrimSpace(vm)
+	vm = strings.TrimSuffix(vm, ":")
+	d.VM = vm
+	p.pendingPID = 0
+	p.pendingTime = time.Time{}
+	p.inDeadlock = false
+	p.dump = d
+	p.threads.begin()
+	p.cur = -1
+}
+
+// implicitDump opens a dump for thread lines that come without a header
+// (a pasted excerpt, a log that lost the header line).
+func (p *hotspotParser) implicitDump() {
+	p.dump = &Dump{Format: FormatHotSpot, JNIGlobalRefs: -1, JNIWeakRefs: -1, StartLine: p.line, PID: p.pendingPID}
+	p.dump.Warnings = append(p.dump.Warnings, "thread lines at line "+itoa(p.line)+" have no \"Full thread dump\" header before them")
+	p.pendingPID = 0
+	p.threads.begin()
+	p.cur = -1
+}
+
+// endDump closes the open dump. complete says whether its trailer was seen.
+func (p *hotspotParser) endDump(complete bool) {
+	p.finishThread()
+	if p.dump == nil {
+		return
+	}
+	d := p.dump
+	d.Threads = p.threads.take()
+	if !complete {
+		if len(d.Threads) == 0 {
+			d.Warnings = append(d.Warnings, "dump has no threads: it may be truncated")
+		} else {
+			d.Warnings = append(d.Warnings, "dump ends without the JNI references trailer: it may be truncated or cut by other output")
+		}
+	}
+	p.dumps = append(p.dumps, d)
+	p.dump = nil
+	p.cur = -1
+	p.inStack, p.inSync, p.inSMR, p.inDeadlock = false, false, false, false
+	p.mounted = nil
+}
+
+// thread returns the thread being read, or nil.
+func (p *hotspotParser) thread() *Thread {
+	if p.cur < 0 {
+		return nil
+	}
+	return &p.threads.buf[p.threads.start+p.cur]
+}
+
+// finishThread seals the frames and locks of the current thread into their
+// slabs.
+func (p *hotspotParser) finishThread() {
+	if t := p.thread(); t != nil {
+		t.Frames = p.frames.take()
+		t.Locks = p.locks.take()
+	}
+	if p.mounted != nil {
+		p.mounted = nil
+	}
+	p.cur = -1
+}
+
+func (p *hotspotParser) unknown(ln string) {
+	if p.dump == nil {
+		return // text outside any dump is not ours to judge
+	}
+	p.dump.UnknownLines++
+	if len(p.dump.UnknownSamples) < maxUnknownSamples {
+		p.dump.UnknownSamples = append(p.dump.UnknownSamples, SourceLine{Line: p.line, Text: ln})
+	}
+}
+
+// quotedLine handles lines that start with a quote: thread headers, and the
+// thread names of the deadlock report.
+func (p *hotspotParser) quotedLine(ln string) {
+	if p.inDeadlock {
+		if strings.HasSuffix(ln, "\":") {
+			if p.deadlockPart == 1 {
+				name := ln[1 : len(ln)-2]
+				dl := &p.dlDump.Deadlocks[len(p.dlDump.Deadlocks)-1]
+				dl.Threads = append(dl.Threads, cleanName(name))
+				dl.Edges = append(dl.Edges, DeadlockEdge{Thread: cleanName(name)})
+				p.dlEdge = &dl.Edges[len(dl.Edges)-1]
+			}
+			return
+		}
+		p.inDeadlock = false
+	}
+	q := strings.LastIndexByte(ln, '"')
+	if strings.Contains(ln, " owned by \"") {
+		// ThreadInfo.toString() names the owner in quotes after the
+		// thread's own name: `"t1" Id=12 BLOCKED on X owned by "t2" Id=13`.
+		if i := strings.Index(ln, "\" Id="); i > 0 {
+			q = i
+		}
+	}
+	if q <= 0 {
+		p.otherLine(ln, ln)
+		return
+	}
+	rest := ln[q+1:]
+	if !looksLikeHeaderRest(rest) {
+		p.otherLine(ln, ln)
+		return
+	}
+	if p.dump == nil {
+		p.implicitDump()
+	}
+	p.finishThread()
+	p.inSync = false
+	p.inSMR = false
+	p.threads.add(Thread{Allocated: -1, DefinedClasses: -1, Line: p.line})
+	p.cur = len(p.threads.buf) - 1 - p.threads.start
+	t := p.thread()
+	t.Name = cleanName(ln[1:q])
+	parseHeaderFields(t, rest)
+	p.inStack = true
+	p.frames.begin()
+	p.locks.begin()
+}
+
+// looksLikeHeaderRest reports whether the text after a thread name's closing
+// quote is a HotSpot (or VisualVM / ThreadInfo) header field list.
+func looksLikeHeaderRest(rest string) bool {
+	if rest == "" || rest[0] != ' ' {
+		return false
+	}
+	return strings.Contains(rest, "prio=") || strings.Contains(rest, "tid=") ||
+		strings.Contains(rest, "nid=") || strings.HasPrefix(rest, " #") ||
+		strings.HasPrefix(rest, " - Thread t@") || strings.Contains(rest, " Id=")
+}
+
+// cleanName keeps names valid UTF-8 so that every sink can encode them;
+// bytes that are not UTF-8 become U+FFFD.
+func cleanName(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// parseHeaderFields reads `#12 [15] daemon prio=5 os_prio=0 cpu=1.2ms
+// elapsed=3s tid=0x.. nid=0x.. waiting on condition  [0x..]` and the older
+// and foreign variants of it.
+func parseHeaderFields(t *Thread, rest string) {
+	s := rest
+	for {
+		s = strings.TrimLeft(s, " ")
+		if s == "" {
+			return
+		}
+		sp := strings.IndexByte(s, ' ')
+		tok := s
+		if sp >= 0 {
+			tok = s[:sp]
+		}
+		next := s[len(tok):]
+		switch {
+		case tok[0] == '#':
+			t.ID = parseInt(tok[1:])
+		case tok[0] == '[' && tok[len(tok)-1] == ']' && !strings.HasPrefix(tok, "[0x") && t.OSThreadID == 0:
+			// "[15]": the OS thread id (JDK 19+). A stack range "[0x...]"
+			// only comes after the status words, handled below.
+			t.OSThreadID = parseInt(tok[1 : len(tok)-1])
+		case tok == "daemon":
+			t.Daemon = true
+		case tok == "virtual":
+			t.Virtual = true
+		case strings.HasPrefix(tok, "prio="):
+			t.Priority = int(parseInt(tok[5:]))
+		case strings.HasPrefix(tok, "os_prio="):
+			t.OSPriority = int(parseInt(tok[8:]))
+		case strings.HasPrefix(tok, "cpu="):
+			t.CPU = parseDuration(tok[4:])
+			t.HasCPU = true
+		case strings.HasPrefix(tok, "elapsed="):
+			t.Elapsed = parseDuration(tok[8:])
+		case strings.HasPrefix(tok, "allocated="):
+			t.Allocated = parseSize(tok[10:])
+		case strings.HasPrefix(tok, "defined_classes="):
+			t.DefinedClasses = parseInt(tok[16:])
+		case strings.HasPrefix(tok, "tid="):
+			t.NativeAddress = normalizeAddress(tok[4:])
+		case strings.HasPrefix(tok, "nid="):
+			t.OSThreadID = parseNID(tok[4:])
+			t.Status = statusWords(next)
+			return
+		case strings.HasPrefix(tok, "Id="):
+			// ThreadInfo.toString(): `"name" Id=12 BLOCKED on X owned by ...`
+			t.ID = parseInt(tok[3:])
+			st := strings.TrimSpace(next)
+			word := st
+			if i := strings.IndexByte(st, ' '); i >= 0 {
+				word = st[:i]
+			}
+			t.State = parseState(word)
+			t.Status = st
+			return
+		case tok == "-" && strings.HasPrefix(next, " Thread t@"):
+			// VisualVM: `"name" - Thread t@12`
+			t.ID = parseInt(strings.TrimSpace(next[len(" Thread t@"):]))
+			return
+		case tok[0] == '[':
+			return // stack range of a thread without nid
+		}
+		if sp < 0 {
+			return
+		}
+		s = next
+	}
+}
+
+// statusWords extracts "waiting on condition" from
+// " waiting on condition  [0x00007f..]".
+func statusWords(s string) string {
+	if i := strings.LastIndexByte(s, '['); i >= 0 && strings.HasSuffix(strings.TrimRight(s, " "), "]") {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+func parseState(s string) State {
+	switch s {
+	case "RUNNABLE":
+		return StateRunnable
+	case "BLOCKED":
+		return StateBlocked
+	case "WAITING":
+		return StateWaiting
+	case "TIMED_WAITING":
+		return StateTimedWaiting
+	case "NEW":
+		return StateNew
+	case "TERMINATED":
+		return StateTerminated
+	}
+	return StateNone
+}
+
+func (p *hotspotParser) stateLine(s string) {
+	t := p.thread()
+	if t == nil || !p.inStack {
+		p.unknown(s)
+		return
+	}
+	word, detail := s, ""
+	if i := strings.IndexByte(s, ' '); i >= 0 {
+		word, detail = s[:i], strings.TrimSpace(s[i+1:])
+		detail = strings.TrimSuffix(strings.TrimPrefix(detail, "("), ")")
+	}
+	target := t
+	if p.mounted != nil {
+		target = p.mounted
+	}
+	target.State = parseState(word)
+	target.StateDetail = detail
+}
+
+// frameLine parses "pkg.Class.method(java.base@17/File.java:12)".
+func (p *hotspotParser) frameLine(s string) {
+	if p.dump == nil || !p.inStack {
+		if p.inDeadlock {
+			return // the deadlock report repeats the stacks; skip them
+		}
+		p.unknown(s)
+		return
+	}
+	f := parseFrame(s)
+	if p.mounted != nil {
+		p.mounted.Frames = append(p.mounted.Frames, f)
+		return
+	}
+	if p.cur < 0 {
+		p.unknown(s)
+		return
+	}
+	p.frames.add(f)
+}
+
+func parseFrame(s string) Frame {
+	var f Frame
+	open := strings.LastIndexByte(s, '(')
+	fn := s
+	if open >= 0 {
+		fn = s[:open]
+		loc := s[open+1:]
+		loc = strings.TrimSuffix(loc, ")")
+		if sl := strings.LastIndexByte(loc, '/'); sl >= 0 {
+			f.Module = loc[:sl]
+			loc = loc[sl+1:]
+		}
+		switch loc {
+		case "Native Method":
+			f.Native = true
+		case "Unknown Source", "Compiled Code", "":
+		default:
+			if c := strings.LastIndexByte(loc, ':'); c >= 0 {
+				f.File = loc[:c]
+				f.Line = int(parseInt(loc[c+1:]))
+			} else {
+				f.File = loc
+			}
+		}
+	}
+	if dot := strings.LastIndexByte(fn, '.'); dot >= 0 {
+		f.Class, f.Method = fn[:dot], fn[dot+1:]
+	} else {
+		f.Method = fn
+	}
+	return f
+}
+
+// lockLine parses the text after "- ".
+func (p *hotspotParser) lockLine(s string) {
+	if p.dump == nil {
+		return
+	}
+	if p.inSync {
+		if t := p.thread(); t != nil && s != "None" {
+			addr, class := lockRef(s)
+			t.OwnableSynchronizers = append(t.OwnableSynchronizers, Lock{Address: addr, Class: class})
+		}
+		return
+	}
+	if !p.inStack {
+		if p.inDeadlock {
+			return
+		}
+		p.unknown(s)
+		return
+	}
+	var ev LockEvent
+	switch {
+	case strings.HasPrefix(s, "waiting to lock "):
+		ev.Action = LockWaitingToLock
+		s = s[len("waiting to lock "):]
+	case strings.HasPrefix(s, "locked "):
+		ev.Action = LockLocked
+		s = s[len("locked "):]
+	case strings.HasPrefix(s, "parking to wait for "):
+		ev.Action = LockParking
+		s = s[len("parking to wait for "):]
+	case strings.HasPrefix(s, "waiting on the Class initialization monitor for "):
+		// JDK 21+: the thread waits for another thread to finish a static
+		// initializer. The class is the lock; its owner is the thread
+		// running <clinit> (found later from the stacks).
+		ev.Action = LockClassInit
+		c := strings.TrimSpace(s[len("waiting on the Class initialization monitor for "):])
+		ev.Lock = Lock{Address: "class-init:" + c, Class: c}
+		p.addLock(ev)
+		return
+	case strings.HasPrefix(s, "waiting on "):
+		ev.Action = LockWaitingOn
+		s = s[len("waiting on "):]
+	case strings.HasPrefix(s, "waiting to re-lock in wait() "):
+		ev.Action = LockWaitingToRelock
+		s = s[len("waiting to re-lock in wait() "):]
+	case strings.HasPrefix(s, "eliminated "):
+		ev.Action = LockEliminated
+		s = s[len("eliminated "):]
+	case strings.HasPrefix(s, " blocked on "):
+		// ThreadInfo.toString(): "-  blocked on java.lang.Object@1b2c"
+		ev.Action = LockWaitingToLock
+		ev.Lock = hashLock(strings.TrimSpace(s[len(" blocked on "):]))
+		p.addLock(ev)
+		return
+	case strings.HasPrefix(s, " locked "):
+		ev.Action = LockLocked
+		ev.Lock = hashLock(strings.TrimSpace(s[len(" locked "):]))
+		p.addLock(ev)
+		return
+	case strings.HasPrefix(s, " waiting on "):
+		ev.Action = LockWaitingOn
+		ev.Lock = hashLock(strings.TrimSpace(s[len(" waiting on "):]))
+		p.addLock(ev)
+		return
+	default:
+		p.unknown(s)
+		return
+	}
+	ev.Lock.Address, ev.Lock.Class = lockRef(s)
+	p.addLock(ev)
+}
+
+func (p *hotspotParser) addLock(ev LockEvent) {
+	if p.mounted != nil {
+		ev.Frame = len(p.mounted.Frames) - 1
+		p.mounted.Locks = append(p.mounted.Locks, ev)
+		return
+	}
+	if p.cur < 0 {
+		return
+	}
+	ev.Frame = len(p.frames.buf) - p.frames.start - 1
+	p.locks.add(ev)
+}
+
+// lockRef parses "<0x000000076ab62208> (a java.lang.Object)", tolerating the
+// extra space of "parking to wait for  <...>" and a missing class.
+func lockRef(s string) (addr, class string) {
+	s = strings.TrimLeft(s, " ")
+	if len(s) > 0 && s[0] == '<' {
+		if e := strings.IndexByte(s, '>'); e > 0 {
+			a := s[1:e]
+			if isHexAddress(a) {
+				addr = normalizeAddress(a)
+			}
+			s = s[e+1:]
+		}
+	}
+	if i := strings.Index(s, "(a "); i >= 0 {
+		c := s[i+3:]
+		if j := strings.LastIndexByte(c, ')'); j >= 0 {
+			c = c[:j]
+		}
+		class = c
+	}
+	return addr, class
+}
+
+// hashLock parses ThreadInfo's "java.lang.Object@1b2c3d".
+func hashLock(s string) Lock {
+	if at := strings.LastIndexByte(s, '@'); at > 0 {
+		return Lock{Class: s[:at], Address: "0x" + strings.ToLower(s[at+1:])}
+	}
+	return Lock{Class: s}
+}
+
+func isHexAddress(s string) bool {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// normalizeAddress returns lower-case hex with a "0x" prefix. JDK 6 on macOS
+// prints addresses without the prefix; the common case allocates nothing.
+func normalizeAddress(s string) string {
+	if s == "" {
+		return s
+	}
+	lower := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'F' || c == 'X' {
+			lower = false
+			break
+		}
+	}
+	if lower && strings.HasPrefix(s, "0x") {
+		return s
+	}
+	s = strings.ToLower(s)
+	if !strings.HasPrefix(s, "0x") {
+		s = "0x" + s
+	}
+	return s
+}
+
+// otherLine handles everything that is not a frame, lock, state, header or
+// quoted line.
+func (p *hotspotParser) otherLine(raw, t string) {
+	if p.inSMR {
+		if strings.HasPrefix(t, "}") {
+			p.inSMR = false
+		}
+		return
+	}
+	switch {
+	case strings.HasPrefix(t, "Locked ownable synchronizers:"):
+		if th := p.thread(); th != nil {
+			th.HasSynchronizerSection = true
+			p.inSync = true
+			p.inStack = false
+			p.mounted = nil
+			return
+		}
+	case strings.HasPrefix(t, "Carrying virtual thread #"):
+		if th := p.thread(); th != nil && p.inStack {
+			th.CarryingVirtual = parseInt(strings.TrimSpace(t[len("Carrying virtual thread #"):]))
+			return
+		}
+	case strings.HasPrefix(t, "Mounted virtual thread #"):
+		if th := p.thread(); th != nil && p.inStack {
+			id := parseInt(strings.TrimSpace(t[len("Mounted virtual thread #"):]))
+			th.CarryingVirtual = id
+			th.Mounted = &Thread{Virtual: true, ID: id, OSThreadID: th.OSThreadID, Allocated: -1, DefinedClasses: -1, Line: p.line,
+				Name: "virtual#" + itoa(int(id))}
+			p.mounted = th.Mounted
+			return
+		}
+	case strings.HasPrefix(t, "No compile task"), strings.HasPrefix(t, "Compiling:"):
+		if p.thread() != nil {
+			return
+		}
+	case strings.HasPrefix(t, "Threads class SMR info:"):
+		p.finishThread()
+		return
+	case strings.HasPrefix(t, "_java_thread_list=") || strings.HasPrefix(t, "_to_delete_list=") || strings.HasPrefix(t, "_java_thread_list_alloc_cnt="):
+		if strings.HasSuffix(t, "{") {
+			p.inSMR = true
+		}
+		return
+	case strings.HasPrefix(t, "JNI global ref"):
+		if p.dump != nil {
+			p.jniTrailer(t)
+			p.endDump(true)
+			return
+		}
+	case strings.HasPrefix(t, "Found one Java-level deadlock:"):
+		target := p.dump
+		if target == nil && len(p.dumps) > 0 {
+			target = p.dumps[len(p.dumps)-1]
+		}
+		if target != nil {
+			p.finishThread()
+			p.inDeadlock = true
+			p.deadlockPart = 1
+			p.inStack = false
+			p.dlDump = target
+			target.Deadlocks = append(target.Deadlocks, Deadlock{})
+			return
+		}
+	case p.inDeadlock:
+		p.deadlockLine(t)
+		return
+	case strings.HasPrefix(t, "Found ") && strings.Contains(t, "deadlock"):
+		return // "Found 3 deadlocks." closes the report
+	case isTimestampLine(t):
+		if ts, err := time.ParseInLocation("2006-01-02 15:04:05", t, time.UTC); err == nil {
+			p.pendingTime = ts
+			p.pendingTimeLine = p.line
+			if p.dump != nil && p.cur < 0 && len(p.threads.buf) == p.threads.start {
+				return
+			}
+			return
+		}
+	case isPIDPreamble(t):
+		p.pendingPID = int(parseInt(t[:len(t)-1]))
+		return
+	}
+	if p.dump == nil {
+		return
+	}
+	// Foreign text: never part of the thread's stack.
+	p.inStack = false
+	p.inSync = false
+	p.mounted = nil
+	p.unknown(raw)
+}
+
+func (p *hotspotParser) deadlockLine(t string) {
+	switch {
+	case strings.HasPrefix(t, "====="):
+		return
+	case strings.HasPrefix(t, "Found ") && strings.Contains(t, "deadlock"):
+		// "Found 3 deadlocks." closes the report.
+		p.inDeadlock = false
+		return
+	case strings.HasPrefix(t, "Java stack information for the threads listed above"):
+		p.deadlockPart = 2
+		return
+	case p.deadlockPart == 2:
+		return
+	}
+	e := p.dlEdge
+	if e == nil {
+		p.unknown(t)
+		return
+	}
+	switch {
+	case strings.HasPrefix(t, "waiting to lock monitor "):
+		// "waiting to lock monitor 0x.. (object 0x.., a java.lang.Object),"
+		if i := strings.Index(t, "(object "); i >= 0 {
+			r := t[i+len("(object "):]
+			if c := strings.IndexByte(r, ','); c >= 0 {
+				e.WaitsFor.Address = normalizeAddress(r[:c])
+				r = strings.TrimPrefix(r[c+1:], " a ")
+				e.WaitsFor.Class = strings.TrimSuffix(strings.TrimSuffix(r, ","), ")")
+			}
+		}
+	case strings.HasPrefix(t, "waiting for ownable synchronizer "):
+		// "waiting for ownable synchronizer 0x.., (a java.util...Sync),"
+		e.Synchronizer = true
+		r := t[len("waiting for ownable synchronizer "):]
+		if c := strings.IndexByte(r, ','); c >= 0 {
+			e.WaitsFor.Address = normalizeAddress(r[:c])
+			r = r[c+1:]
+		}
+		_, e.WaitsFor.Class = lockRef(strings.TrimSuffix(r, ","))
+	case strings.HasPrefix(t, "which is held by "):
+		h := strings.TrimPrefix(t, "which is held by ")
+		if len(h) >= 2 && h[0] == '"' {
+			if q := strings.LastIndexByte(h, '"'); q > 0 {
+				h = h[1:q]
+			}
+		}
+		e.HeldBy = cleanName(h)
+	case strings.HasPrefix(t, "waiting to lock ") || strings.HasPrefix(t, "waiting for "):
+		// Forms of later JDKs we do not know yet keep the edge without a lock.
+	default:
+		p.unknown(t)
+	}
+}
+
+// jniTrailer reads "JNI global refs: 22, weak refs: 0" (JDK 11+) and
+// "JNI global references: 5" (JDK 8 and before).
+func (p *hotspotParser) jniTrailer(t string) {
+	if c := strings.IndexByte(t, ':'); c >= 0 {
+		r := t[c+1:]
+		num := r
+		if comma := strings.IndexByte(r, ','); comma >= 0 {
+			num = r[:comma]
+			if w := strings.LastIndexByte(r, ':'); w > comma {
+				p.dump.JNIWeakRefs = int(parseInt(strings.TrimSpace(r[w+1:])))
+			}
+		}
+		p.dump.JNIGlobalRefs = int(parseInt(strings.TrimSpace(num)))
+	}
+}
+
+func isTimestampLine(t string) bool {
+	// "2019-12-10 07:28:37"
+	if len(t) != 19 || t[4] != '-' || t[7] != '-' || t[10] != ' ' || t[13] != ':' {
+		return false
+	}
+	return t[0] >= '0' && t[0] <= '9'
+}
+
+// isPIDPreamble matches jcmd's first line, "12345:".
+func isPIDPreamble(t string) bool {
+	if len(t) < 2 || len(t) > 12 || t[len(t)-1] != ':' {
+		return false
+	}
+	for i := 0; i < len(t)-1; i++ {
+		if t[i] < '0' || t[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseInt parses a decimal integer prefix; garbage gives 0.
+func parseInt(s string) int64 {
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			break
+		}
+		if n > (1<<62)/10 {
+			return n
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n
+}
+
+// parseNID reads nid=: hex with 0x before JDK 18, decimal from JDK 18 on.
+func parseNID(s string) int64 {
+	if strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") {
+		v, err := strconv.ParseInt(s[2:], 16, 64)
+		if err != nil {
+			return 0
+		}
+		return v
+	}
+	return parseInt(s)
+}
+
+// parseDuration reads "75.83ms", "9.33s", and the decimal comma some
+// locales print ("125,00ms").
+func parseDuration(s string) time.Duration {
+	unit := time.Second
+	switch {
+	case strings.HasSuffix(s, "ms"):
+		unit = time.Millisecond
+		s = s[:len(s)-2]
+	case strings.HasSuffix(s, "us"):
+		unit = time.Microsecond
+		s = s[:len(s)-2]
+	case strings.HasSuffix(s, "ns"):
+		unit = time.Nanosecond
+		s = s[:len(s)-2]
+	case strings.HasSuffix(s, "s"):
+		s = s[:len(s)-1]
+	}
+	var whole, frac, scale int64 = 0, 0, 1
+	i := 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		whole = whole*10 + int64(s[i]-'0')
+	}
+	if i < len(s) && (s[i] == '.' || s[i] == ',') {
+		for i++; i < len(s) && s[i] >= '0' && s[i] <= '9' && scale < 1e9; i++ {
+			frac = frac*10 + int64(s[i]-'0')
+			scale *= 10
+		}
+	}
+	return time.Duration(whole)*unit + time.Duration(frac)*unit/time.Duration(scale)
+}
+
+// parseSize reads JDK 25's allocated=: "39288B", "107K", "103M", "2G".
+func parseSize(s string) int64 {
+	if s == "" {
+		return -1
+	}
+	mult := int64(1)
+	switch s[len(s)-1] {
+	case 'B':
+		s = s[:len(s)-1]
+	case 'K':
+		mult, s = 1<<10, s[:len(s)-1]
+	case 'M':
+		mult, s = 1<<20, s[:len(s)-1]
+	case 'G':
+		mult, s = 1<<30, s[:len(s)-1]
+	}
+	return parseInt(s) * mult
+}
+
+// slab hands out contiguous sub-slices of one large backing array, so that
+// each thread's frames cost no allocation of their own.
+type slab[T any] struct {
+	buf   []T
+	start int
+}
+
+func (s *slab[T]) reserve(n int) { s.buf = make([]T, 0, n) }
+
+// begin starts a new run at the current end.
+func (s *slab[T]) begin() { s.start = len(s.buf) }
+
+// add appends v to the current run, moving the run to a fresh array when the
+// current one is full (runs handed out earlier keep their old array).
+func (s *slab[T]) add(v T) {
+	if len(s.buf) == cap(s.buf) {
+		run := len(s.buf) - s.start
+		n := make([]T, run, 2*run+256)
+		copy(n, s.buf[s.start:])
+		s.buf, s.start = n, 0
+	}
+	s.buf = append(s.buf, v)
+}
+
+// take returns the current run (nil when empty) and starts a new one.
+func (s *slab[T]) take() []T {
+	if len(s.buf) == s.start {
+		return nil
+	}
+	r := s.buf[s.start:len(s.buf):len(s.buf)]
+	s.start = len(s.buf)
+	return r
+}

@@ -1,0 +1,322 @@
+package threaddump
+
+import (
+	"sort"
+	"strings"
+)
+
+// LockKind says what sort of lock a LockInfo is.
+type LockKind string
+
+// Lock kinds.
+const (
+	// KindMonitor is a Java object monitor (synchronized), including the
+	// class initialization monitor.
+	KindMonitor LockKind = "monitor"
+	// KindSynchronizer is a java.util.concurrent ownable synchronizer or
+	// other park blocker (ReentrantLock, ReentrantReadWriteLock, ...).
+	KindSynchronizer LockKind = "synchronizer"
+)
+
+// LockInfo is what one dump says about one lock: who owns it, who queues on
+// it, and who waits on it for a signal (which is not contention).
+type LockInfo struct {
+	Kind LockKind
+	Lock Lock
+	// Owner holds the lock; nil when the dump does not say (a parked-on
+	// synchronizer in a dump taken without -l, an owner the JVM hides).
+	Owner *Thread
+	// OwnerFrame is the index of the owner's frame that acquired the lock,
+	// -1 when unknown.
+	OwnerFrame int
+	// Waiters are the threads blocked acquiring the lock: contention.
+	Waiters []Waiter
+	// Waiting are threads in Object.wait() on the monitor or parked on a
+	// condition: idle until signalled, not contention.
+	Waiting []Waiter
+}
+
+// Waiter is one thread queued on (or waiting for) a lock.
+type Waiter struct {
+	Thread *Thread
+	Action LockAction
+	// Frame is the index of the frame where the thread waits.
+	Frame int
+}
+
+// isCondition tells a condition queue (waiting for a signal) from a lock
+// (waiting for an owner to release it) among park blockers.
+func isCondition(class string) bool {
+	return strings.HasSuffix(class, "$ConditionObject") ||
+		strings.HasSuffix(class, "$ConditionNode")
+}
+
+// isLockBlocker tells the park blockers that are locks (a thread parks on
+// them until an owner releases them: ReentrantLock, ReentrantReadWriteLock,
+// StampedLock, Semaphore and other AQS "Sync" classes) from the ones that
+// are hand-offs or idle queues (ForkJoinPool, SynchronousQueue,
+// CompletableFuture, CountDownLatch, conditions), which are waiting, not
+// contention.
+func isLockBlocker(class string) bool {
+	if isCondition(class) || strings.Contains(class, "CountDownLatch") {
+		return false
+	}
+	return strings.HasSuffix(class, "Sync") || strings.Contains(class, "Lock") ||
+		strings.Contains(class, "Semaphore")
+}
+
+// Holds reports the locks t owns. A monitor the thread entered but then
+// released by calling Object.wait() on it still prints "- locked" in the
+// frame that entered it; it is not held.
+func (t *Thread) Holds() []Lock {
+	var held []Lock
+	for _, ev := range t.Locks {
+		if ev.Action != LockLocked || ev.Lock.Address == "" {
+			continue
+		}
+		if t.releasedByWait(ev.Lock.Address) {
+			continue
+		}
+		dup := false
+		for _, h := range held {
+			if h.Address == ev.Lock.Address {
+				dup = true // re-entered in another frame
+				break
+			}
+		}
+		if !dup {
+			held = append(held, ev.Lock)
+		}
+	}
+	held = append(held, t.OwnableSynchronizers...)
+	return held
+}
+
+func (t *Thread) releasedByWait(addr string) bool {
+	for _, ev := range t.Locks {
+		if (ev.Action == LockWaitingOn || ev.Action == LockWaitingToRelock) && ev.Lock.Address == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// BlockedOn returns the lock t is queued to acquire (contention), if any:
+// monitor entry, re-entry after wait(), a park on a lock (not on a
+// condition), or a class initialization another thread is running.
+func (t *Thread) BlockedOn() (LockEvent, bool) {
+	for _, ev := range t.Locks {
+		switch ev.Action {
+		case LockWaitingToLock, LockClassInit:
+			return ev, true
+		case LockWaitingToRelock:
+			// JDK 9-11 also print "waiting to re-lock in wait()" under the
+			// frame that entered the monitor of a thread still inside
+			// wait() (JDK-8150689); only a BLOCKED thread really queues.
+			if t.State == StateBlocked || t.State == StateNone && ev.Frame == 0 {
+				return ev, true
+			}
+		case LockParking:
+			if isLockBlocker(ev.Lock.Class) && ev.Lock.Address != "" {
+				return ev, true
+			}
+		}
+	}
+	return LockEvent{}, false
+}
+
+// WaitsOn returns the monitor or condition t waits on for a signal, if any.
+func (t *Thread) WaitsOn() (LockEvent, bool) {
+	for _, ev := range t.Locks {
+		switch ev.Action {
+		case LockWaitingOn:
+			if ev.Lock.Address != "" {
+				return ev, true
+			}
+		case LockParking:
+			if !isLockBlocker(ev.Lock.Class) && ev.Lock.Address != "" {
+				return ev, true
+			}
+		}
+	}
+	return LockEvent{}, false
+}
+
+// AllThreads returns the dump's threads plus the virtual threads mounted on
+// its carriers, which have stacks (and locks) of their own.
+func (d *Dump) AllThreads() []*Thread {
+	out := make([]*Thread, 0, len(d.Threads))
+	for i := range d.Threads {
+		t := &d.Threads[i]
+		out = append(out, t)
+		if t.Mounted != nil {
+			out = append(out, t.Mounted)
+		}
+	}
+	return out
+}
+
+// Locks builds the lock table of the dump: every lock some thread holds,
+// queues on or waits on, ordered by number of waiters (most first), then
+// class and address.
+func (d *Dump) Locks() []*LockInfo {
+	threads := d.AllThreads()
+	byAddr := map[string]*LockInfo{}
+	get := func(l Lock, kind LockKind) *LockInfo {
+		li := byAddr[l.Address]
+		if li == nil {
+			li = &LockInfo{Kind: kind, Lock: l, OwnerFrame: -1}
+			byAddr[l.Address] = li
+		}
+		if li.Lock.Class == "" {
+			li.Lock.Class = l.Class
+		}
+		return li
+	}
+	for _, t := range threads {
+		if ev, ok := t.BlockedOn(); ok {
+			kind := KindMonitor
+			if ev.Action == LockParking {
+				kind = KindSynchronizer
+			}
+			li := get(ev.Lock, kind)
+			li.Waiters = append(li.Waiters, Waiter{Thread: t, Action: ev.Action, Frame: ev.Frame})
+		}
+		if ev, ok := t.WaitsOn(); ok {
+			kind := KindMonitor
+			if ev.Action == LockParking {
+				kind = KindSynchronizer
+			}
+			li := get(ev.Lock, kind)
+			li.Waiting = append(li.Waiting, Waiter{Thread: t, Action: ev.Action, Frame: ev.Frame})
+		}
+	}
+	// Owners: a monitor's owner entered it ("- locked") and is not inside
+	// wait() on it; a synchronizer's owner lists it among its ownable
+	// synchronizers.
+	for _, t := range threads {
+		for _, ev := range t.Locks {
+			if ev.Action != LockLocked || ev.Lock.Address == "" || t.releasedByWait(ev.Lock.Address) {
+				continue
+			}
+			li := get(ev.Lock, KindMonitor)
+			if li.Owner == nil {
+				li.Owner, li.OwnerFrame = t, ev.Frame
+			} else if li.Owner == t && ev.Frame > li.OwnerFrame {
+				li.OwnerFrame = ev.Frame // the outermost entry acquired it
+			}
+		}
+		for _, s := range t.OwnableSynchronizers {
+			li := get(s, KindSynchronizer)
+			li.Kind = KindSynchronizer
+			if li.Owner == nil {
+				li.Owner = t
+			}
+		}
+	}
+	// Class initialization: the owner is the thread running the class's
+	// static initializer.
+	for addr, li := range byAddr {
+		if !strings.HasPrefix(addr, "class-init:") || li.Owner != nil {
+			continue
+		}
+		for _, t := range threads {
+			if i := clinitFrame(t, li.Lock.Class); i >= 0 {
+				li.Owner, li.OwnerFrame = t, i
+				break
+			}
+		}
+	}
+	out := make([]*LockInfo, 0, len(byAddr))
+	for _, li := range byAddr {
+		out = append(out, li)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if len(a.Waiters) != len(b.Waiters) {
+			return len(a.Waiters) > len(b.Waiters)
+		}
+		if a.Lock.Class != b.Lock.Class {
+			return a.Lock.Class < b.Lock.Class
+		}
+		return a.Lock.Address < b.Lock.Address
+	})
+	return out
+}
+
+func clinitFrame(t *Thread, class string) int {
+	for i, f := range t.Frames {
+		if f.Method == "<clinit>" && f.Class == class {
+			return i
+		}
+	}
+	return -1
+}
+
+// Cycle is a deadlock: each thread waits for a lock the next one holds.
+type Cycle struct {
+	Threads []*Thread
+	// Locks[i] is the lock Threads[i] waits for, held by Threads[i+1].
+	Locks []Lock
+}
+
+// FindDeadlocks detects cycles in the wait-for graph of monitors, ownable
+// synchronizers and class initializations. It finds what the JVM reports,
+// and also cycles the JVM does not look for (class initialization) or cannot
+// see in the dump format at hand.
+func (d *Dump) FindDeadlocks() []Cycle {
+	owner := map[string]*Thread{}
+	for _, li := range d.Locks() {
+		if li.Owner != nil {
+			owner[li.Lock.Address] = li.Owner
+		}
+	}
+	threads := d.AllThreads()
+	next := map[*Thread]*Thread{}
+	waitLock := map[*Thread]Lock{}
+	for _, t := range threads {
+		if ev, ok := t.BlockedOn(); ok {
+			if o := owner[ev.Lock.Address]; o != nil && o != t {
+				next[t] = o
+				waitLock[t] = ev.Lock
+			}
+		}
+	}
+	// Each thread waits for at most one lock, so the graph is functional:
+	// walk from every thread, colouring as we go.
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	color := map[*Thread]int{}
+	var cycles []Cycle
+	for _, start := range threads {
+		if color[start] != unseen {
+			continue
+		}
+		var path []*Thread
+		t := start
+		for t != nil && color[t] == unseen {
+			color[t] = onPath
+			path = append(path, t)
+			t = next[t]
+		}
+		if t != nil && color[t] == onPath {
+			// t closes a cycle: it starts at t's position in the path.
+			i := 0
+			for path[i] != t {
+				i++
+			}
+			c := Cycle{Threads: append([]*Thread(nil), path[i:]...)}
+			for _, th := range c.Threads {
+				c.Locks = append(c.Locks, waitLock[th])
+			}
+			cycles = append(cycles, c)
+		}
+		for _, th := range path {
+			color[th] = done
+		}
+	}
+	return cycles
+}

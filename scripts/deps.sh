@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Checks that the tools ctprof's tests and demo need are present and installs
+# what Debian packages can provide when running as root. Fails with a clear
+# message when something cannot be had; nothing is skipped silently.
+set -euo pipefail
+
+JDK17_HOME=${JDK17_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
+JDK25_HOME=${JDK25_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+missing_pkgs=()
+
+need() { # need CMD DEBIAN_PACKAGE
+	command -v "$1" >/dev/null 2>&1 || missing_pkgs+=("$2")
+}
+need go golang-go
+need cc gcc
+need git git
+[ -x "$JDK17_HOME/bin/javac" ] && [ -x "$JDK17_HOME/bin/jcmd" ] || missing_pkgs+=(openjdk-17-jdk-headless)
+
+if [ ${#missing_pkgs[@]} -gt 0 ]; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		echo "deps: installing ${missing_pkgs[*]}"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing_pkgs[@]}" >/dev/null
+	else
+		echo "deps: missing ${missing_pkgs[*]}; install them (Debian: apt-get install ${missing_pkgs[*]}) or run make as root" >&2
+		exit 1
+	fi
+fi
+
+if [ ! -x "$JDK25_HOME/bin/javac" ] || [ ! -x "$JDK25_HOME/bin/jcmd" ]; then
+	echo "deps: no JDK 25 at $JDK25_HOME (set JDK25_HOME to a JDK 25 home); the JDK 25 tests cannot run" >&2
+	exit 1
+fi
+echo "deps: go $(go env GOVERSION), JDK 17 at $JDK17_HOME, JDK 25 at $JDK25_HOME, $(cc --version | head -1)"
