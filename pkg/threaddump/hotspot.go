@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -282,13 +283,34 @@ func looksLikeHeaderRest(rest string) bool {
 		strings.HasPrefix(rest, " - Thread t@") || strings.Contains(rest, " Id=")
 }
 
-// cleanName keeps names valid UTF-8 so that every sink can encode them;
-// bytes that are not UTF-8 become U+FFFD.
+// cleanName keeps names valid UTF-8 so that every sink can encode them.
+// HotSpot prints names in Java's modified UTF-8, which writes a character
+// outside the BMP as two 3-byte surrogates (CESU-8); those are decoded to
+// the real character. Other bytes that are not UTF-8 become U+FFFD.
 func cleanName(s string) string {
 	if utf8.ValidString(s) {
 		return s
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	return strings.ToValidUTF8(decodeCESU8(s), "\uFFFD")
+}
+
+// decodeCESU8 replaces surrogate pairs encoded as two 3-byte sequences
+// (ED A0-AF xx ED B0-BF xx) with the UTF-8 encoding of the character.
+func decodeCESU8(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if i+6 <= len(s) && s[i] == 0xED && s[i+1]&0xF0 == 0xA0 && s[i+3] == 0xED && s[i+4]&0xF0 == 0xB0 &&
+			s[i+2]&0xC0 == 0x80 && s[i+5]&0xC0 == 0x80 {
+			hi := 0xD000 | rune(s[i+1]&0x3F)<<6 | rune(s[i+2]&0x3F)
+			lo := 0xD000 | rune(s[i+4]&0x3F)<<6 | rune(s[i+5]&0x3F)
+			b.WriteRune(utf16.DecodeRune(hi, lo))
+			i += 6
+			continue
+		}
+		b.WriteByte(s[i])
+		i++
+	}
+	return b.String()
 }
 
 // parseHeaderFields reads `#12 [15] daemon prio=5 os_prio=0 cpu=1.2ms
