@@ -43,16 +43,19 @@ unit:
 	fi
 	CTPROF_SHARED_DUMPS=$(SHARED_DUMPS) $(GO) test -count=1 -timeout $(TESTTIMEOUT) ./...
 
-# Each parser's fuzz target runs for FUZZTIME; a crash fails the build and
-# leaves the input under testdata/fuzz for a regression test.
+# Every fuzz target (one per parser, in any package) runs for FUZZTIME; a
+# crash fails the build and leaves the input under testdata/fuzz for a
+# regression test.
 fuzz:
-	@for t in $$($(GO) test -list '^Fuzz' ./pkg/threaddump/ | grep '^Fuzz'); do \
-		echo "fuzz $$t for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./pkg/threaddump/ || exit 1; \
+	@for dir in $$(grep -l '^func Fuzz' $$(find . -name '*_test.go' -not -path './.git/*') | xargs -n1 dirname | sort -u); do \
+		for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go | sed 's/^func //'); do \
+			echo "fuzz $$dir $$t for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$dir || exit 1; \
+		done; \
 	done
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./pkg/threaddump/
+	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 -count 3 ./pkg/threaddump/
 
 demo: build deps
 	@bash scripts/demo.sh

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-JDK_HOME=${JDK17_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
+JDK_HOME=${CTPROF_JDK17_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
 THREADS=${DEMO_THREADS:-8}
 DUMPS=${DEMO_DUMPS:-3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ctprof-demo.XXXXXX")

@@ -4,8 +4,8 @@
 # message when something cannot be had; nothing is skipped silently.
 set -euo pipefail
 
-JDK17_HOME=${JDK17_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
-JDK25_HOME=${JDK25_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+JDK17_HOME=${CTPROF_JDK17_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
+JDK25_HOME=${CTPROF_JDK25_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 missing_pkgs=()
 
 need() { # need CMD DEBIAN_PACKAGE
@@ -28,7 +28,7 @@ if [ ${#missing_pkgs[@]} -gt 0 ]; then
 fi
 
 if [ ! -x "$JDK25_HOME/bin/javac" ] || [ ! -x "$JDK25_HOME/bin/jcmd" ]; then
-	echo "deps: no JDK 25 at $JDK25_HOME (set JDK25_HOME to a JDK 25 home); the JDK 25 tests cannot run" >&2
+	echo "deps: no JDK 25 at $JDK25_HOME (set CTPROF_JDK25_HOME to a JDK 25 home); the JDK 25 tests cannot run" >&2
 	exit 1
 fi
 echo "deps: go $(go env GOVERSION), JDK 17 at $JDK17_HOME, JDK 25 at $JDK25_HOME, $(cc --version | head -1)"

@@ -16,10 +16,12 @@ import (
 
 // Aggregator accumulates snapshots. It is not safe for concurrent use.
 type Aggregator struct {
-	dumps int
-	last  *threaddump.Dump
-	first time.Time
-	lastT time.Time
+	snapshots int
+	live      *live
+	dumps     int
+	last      *threaddump.Dump
+	first     time.Time
+	lastT     time.Time
 
 	locks     map[string]*lockAgg
 	deadlocks map[string]*deadlockAgg
@@ -35,6 +37,7 @@ func New() *Aggregator {
 		deadlocks: map[string]*deadlockAgg{},
 		threads:   map[threadKey]*threadAgg{},
 		stacks:    map[string]*FoldedStack{},
+		live:      newLive(),
 	}
 }
 
@@ -87,10 +90,17 @@ type FoldedStack struct {
 	// it by Java state.
 	Count   int
 	ByState map[string]int
+	// ByLock counts the samples of this stack that queued on a lock, by
+	// LockSummary.ID, so a flame graph of one lock's waiters can be drawn.
+	ByLock map[string]int
 }
 
 // Add feeds one snapshot.
 func (a *Aggregator) Add(s *sample.Snapshot) {
+	a.snapshots++
+	if s.Threads != nil {
+		a.addLive(s)
+	}
 	if s.Dump == nil {
 		return
 	}
@@ -119,7 +129,7 @@ func (a *Aggregator) Add(s *sample.Snapshot) {
 	a.addLocks(locks)
 	a.addDeadlocks(d, seq)
 	a.addThreads(d, s.Time, ownersOfWaits(locks))
-	a.addStacks(d)
+	a.addStacks(d, lockOfWaiter(locks))
 }
 
 func prefixSource(src string, d *threaddump.Dump, msg string) string {
@@ -328,7 +338,19 @@ func stackKey(t *threaddump.Thread) string {
 
 func itoa(n int) string { return fmt.Sprint(n) }
 
-func (a *Aggregator) addStacks(d *threaddump.Dump) {
+// lockOfWaiter maps each thread queued on a lock to the lock's ID.
+func lockOfWaiter(locks []*threaddump.LockInfo) map[*threaddump.Thread]string {
+	m := map[*threaddump.Thread]string{}
+	for _, li := range locks {
+		id := lockKey(string(li.Kind), li.Lock.Class, li.Lock.Address)
+		for _, w := range li.Waiters {
+			m[w.Thread] = id
+		}
+	}
+	return m
+}
+
+func (a *Aggregator) addStacks(d *threaddump.Dump, waitsOn map[*threaddump.Thread]string) {
 	for _, t := range d.AllThreads() {
 		if len(t.Frames) == 0 {
 			continue
@@ -345,6 +367,12 @@ func (a *Aggregator) addStacks(d *threaddump.Dump) {
 		}
 		fs.Count++
 		fs.ByState[stateName(t.State)]++
+		if id, ok := waitsOn[t]; ok {
+			if fs.ByLock == nil {
+				fs.ByLock = map[string]int{}
+			}
+			fs.ByLock[id]++
+		}
 	}
 }
 

@@ -39,6 +39,8 @@ func (a *Aggregator) Summary() *Summary {
 	s.Deadlocks = a.deadlockSummaries()
 	s.ThreadCPU = a.threadCPU()
 	s.StuckThreads = a.stuckThreads()
+	s.Samples = a.snapshots
+	a.liveSummary(s)
 	s.Findings = findings(s)
 	return s
 }
@@ -47,6 +49,7 @@ func (a *Aggregator) lockSummaries() []LockSummary {
 	out := []LockSummary{}
 	for _, la := range a.locks {
 		ls := LockSummary{
+			ID:   lockKey(la.ref.Kind, la.ref.Class, la.ref.Address),
 			Kind: la.ref.Kind, Class: la.ref.Class, Address: la.ref.Address,
 			Owner: la.owner, OwnerFrame: la.ownerFrame, OwnerLockFrame: la.ownerLockFrame,
 			Waiters:       la.peak,
@@ -61,6 +64,12 @@ func (a *Aggregator) lockSummaries() []LockSummary {
 		}
 		out = append(out, ls)
 	}
+	sortLocks(out)
+	return out
+}
+
+// sortLocks orders locks by peak waiters, then average, class and address.
+func sortLocks(out []LockSummary) {
 	sort.Slice(out, func(i, j int) bool {
 		x, y := out[i], out[j]
 		if x.Waiters != y.Waiters {
@@ -74,7 +83,6 @@ func (a *Aggregator) lockSummaries() []LockSummary {
 		}
 		return x.Address < y.Address
 	})
-	return out
 }
 
 func mostCommon(m map[string]int) string {

@@ -52,6 +52,10 @@ func findings(s *Summary) []Finding {
 		if l.Waiters < 2 && l.BlockedShare < 0.5 {
 			continue
 		}
+		if l.Kind == "futex" {
+			out = append(out, futexFinding(l, s.Samples))
+			continue
+		}
 		sev := SeverityWarning
 		if l.Waiters >= 5 || l.AvgWaiters >= 4 {
 			sev = SeverityCritical
@@ -160,4 +164,33 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// futexFinding describes a native lock hotspot: threads blocked in futex(2)
+// on one address that is not a condition variable.
+func futexFinding(l LockSummary, samples int) Finding {
+	name := "futex " + l.Address
+	if l.Symbol != nil {
+		name = "futex " + *l.Symbol
+	}
+	sev := SeverityWarning
+	if l.Waiters >= 5 || l.AvgWaiters >= 4 {
+		sev = SeverityCritical
+	}
+	ev := []string{fmt.Sprintf("futex address %s, %.2f waiters on average over %d samples", l.Address, l.AvgWaiters, samples)}
+	if len(l.WaiterThreads) > 0 {
+		ev = append(ev, "waiters: "+strings.Join(l.WaiterThreads, ", "))
+	}
+	if l.FutexKind == "unknown" {
+		ev = append(ev, "ctprof could not tell a lock from a condition at this address; treat it as contention")
+	}
+	return Finding{
+		Kind:     FindingLockHotspot,
+		Severity: sev,
+		Summary: fmt.Sprintf("Up to %d threads wait on %s (blocked in %.0f%% of samples, %.1f on average).",
+			l.Waiters, name, 100*l.BlockedShare, l.AvgWaiters),
+		Evidence: ev,
+		NextStep: "Find the code that takes this mutex (perf record -g, or gdb on one waiter) and shorten or split its critical section.",
+		impact:   1e6 + float64(l.Waiters)*1000 + l.AvgWaiters,
+	}
 }

@@ -10,6 +10,12 @@ const SchemaVersion = 1
 // only; sinks format it and never compute statistics of their own.
 type Summary struct {
 	Schema int `json:"schema"`
+	// Samples is the number of snapshots taken (live) or dumps read.
+	Samples int `json:"samples"`
+	// Target is the live process profiled; absent for dump files.
+	Target *TargetSummary `json:"target,omitempty"`
+	// DurationSeconds is the wall time between the first and last sample.
+	DurationSeconds float64 `json:"duration_seconds,omitempty"`
 	// Dumps is the number of thread dumps read.
 	Dumps int `json:"dumps"`
 	// Threads is the number of threads in the last dump, VM-internal
@@ -24,19 +30,65 @@ type Summary struct {
 	FirstDump *time.Time `json:"first_dump,omitempty"`
 	LastDump  *time.Time `json:"last_dump,omitempty"`
 
-	Locks        []LockSummary     `json:"locks"`
-	Deadlocks    []DeadlockSummary `json:"deadlocks"`
-	Pools        []PoolSummary     `json:"pools"`
-	StackGroups  []StackGroup      `json:"stack_groups"`
-	ThreadCPU    []ThreadCPU       `json:"thread_cpu"`
-	StuckThreads []StuckThread     `json:"stuck_threads"`
-	Findings     []Finding         `json:"findings"`
+	// OSStates counts the target's OS threads by kernel state in the last
+	// live sample (running, sleeping, uninterruptible, ...).
+	OSStates map[string]int `json:"os_states,omitempty"`
+	// CPUPercent is the process's CPU use over the run (100 = one core);
+	// compare with Target.CPUs.
+	CPUPercent float64 `json:"cpu_percent,omitempty"`
+	// RunQueueWaitShare is the share of the threads' runnable time spent
+	// waiting for a CPU rather than running (schedstat).
+	RunQueueWaitShare    float64               `json:"run_queue_wait_share,omitempty"`
+	ContextSwitches      *ContextSwitchSummary `json:"context_switches,omitempty"`
+	Host                 *HostSummary          `json:"host,omitempty"`
+	Connections          *ConnectionSummary    `json:"connections,omitempty"`
+	ThreadsPerConnection *ThreadsPerConnection `json:"threads_per_connection,omitempty"`
+	SampleCost           *SampleCost           `json:"sample_cost,omitempty"`
+
+	Locks []LockSummary `json:"locks"`
+	// FutexWaits are native threads waiting on a condition (idle, not
+	// contention), by futex address.
+	FutexWaits   []FutexWaitSummary `json:"futex_waits,omitempty"`
+	Deadlocks    []DeadlockSummary  `json:"deadlocks"`
+	Pools        []PoolSummary      `json:"pools"`
+	StackGroups  []StackGroup       `json:"stack_groups"`
+	ThreadCPU    []ThreadCPU        `json:"thread_cpu"`
+	StuckThreads []StuckThread      `json:"stuck_threads"`
+	Findings     []Finding          `json:"findings"`
 	// Warnings say what in the input looked wrong or was missing.
 	Warnings []string `json:"warnings"`
+	// Timelines are downsampled time series over the run, one per chart;
+	// absent when the run has a single sample.
+	Timelines []Timeline `json:"timelines,omitempty"`
+}
+
+// Timeline is one chart's worth of time series.
+type Timeline struct {
+	// ID is stable so outputs can be compared: threads_by_state,
+	// context_switches, connections_threads, cpu, run_queue_wait.
+	ID     string   `json:"id"`
+	Title  string   `json:"title"`
+	Unit   string   `json:"unit"`
+	Series []Series `json:"series"`
+}
+
+// Series is one named line of a Timeline.
+type Series struct {
+	Name   string  `json:"name"`
+	Points []Point `json:"points"`
+}
+
+// Point is one value at one instant (Unix milliseconds).
+type Point struct {
+	T int64   `json:"t"`
+	V float64 `json:"v"`
 }
 
 // LockSummary is one lock some thread queued on.
 type LockSummary struct {
+	// ID identifies the lock within this summary (kind, class and
+	// address); FoldedStack.ByLock refers to it.
+	ID string `json:"id"`
 	// Kind is "monitor", "synchronizer" or (native targets) "futex".
 	Kind    string `json:"kind"`
 	Class   string `json:"class"`
@@ -60,6 +112,71 @@ type LockSummary struct {
 	WaitFrame *string `json:"wait_frame"`
 	// WaiterThreads names up to 10 waiters of the peak dump.
 	WaiterThreads []string `json:"waiter_threads"`
+	// Symbol names a futex's address ("contended_mutex (app+0x4040)");
+	// null when the address has no symbol. Only on futex locks.
+	Symbol *string `json:"symbol,omitempty"`
+	// Module is the binary a futex address belongs to, or the anonymous
+	// mapping it lies in. Only on futex locks.
+	Module string `json:"module,omitempty"`
+	// FutexKind is "lock" or "unknown" for futex locks.
+	FutexKind string `json:"futex_kind,omitempty"`
+}
+
+// TargetSummary names the live process.
+type TargetSummary struct {
+	PID  int    `json:"pid"`
+	Name string `json:"name"`
+	// Kind is "jvm" or "native".
+	Kind string `json:"kind"`
+	// CPUs the process may run on (its affinity).
+	CPUs int `json:"cpus"`
+}
+
+// ContextSwitchSummary gives switch rates over the run.
+type ContextSwitchSummary struct {
+	VoluntaryPerSecond   float64 `json:"voluntary_per_second"`
+	InvoluntaryPerSecond float64 `json:"involuntary_per_second"`
+	// HostPerSecond is the whole machine's rate (/proc/stat ctxt).
+	HostPerSecond float64 `json:"host_per_second"`
+}
+
+// HostSummary is the machine's state at the last sample.
+type HostSummary struct {
+	CPUs         int     `json:"cpus"`
+	Load1        float64 `json:"load1"`
+	ProcsRunning int     `json:"procs_running"`
+	ProcsBlocked int     `json:"procs_blocked"`
+}
+
+// ConnectionSummary counts the target's established TCP connections.
+type ConnectionSummary struct {
+	Established int `json:"established"`
+	// ByPort maps a local port (as a string, for JSON) to its count.
+	ByPort    map[string]int `json:"by_port"`
+	Listening []int          `json:"listening"`
+	Peers     int            `json:"peers"`
+}
+
+// ThreadsPerConnection relates thread count to connected users.
+type ThreadsPerConnection struct {
+	// Ratio is threads / established connections at the last sample.
+	Ratio float64 `json:"ratio"`
+}
+
+// SampleCost is what taking a live sample cost ctprof.
+type SampleCost struct {
+	AvgSeconds  float64 `json:"avg_seconds"`
+	PeakSeconds float64 `json:"peak_seconds"`
+}
+
+// FutexWaitSummary is a futex address native threads wait on for a signal.
+type FutexWaitSummary struct {
+	Address    string  `json:"address"`
+	Symbol     *string `json:"symbol"`
+	Module     string  `json:"module"`
+	Kind       string  `json:"kind"`
+	Waiters    int     `json:"waiters"`
+	AvgWaiters float64 `json:"avg_waiters"`
 }
 
 // DeadlockSummary is one cycle of threads waiting for each other.
@@ -86,6 +203,10 @@ type PoolSummary struct {
 	Name    string         `json:"name"`
 	Threads int            `json:"threads"`
 	States  map[string]int `json:"states"`
+	// Live runs add the pool's CPU and context-switch rates.
+	CPUPercent           float64 `json:"cpu_percent,omitempty"`
+	VoluntaryPerSecond   float64 `json:"voluntary_per_second,omitempty"`
+	InvoluntaryPerSecond float64 `json:"involuntary_per_second,omitempty"`
 }
 
 // StackGroup is a set of threads of the last dump with identical stacks.
@@ -104,6 +225,15 @@ type ThreadCPU struct {
 	// Percent is CPU time over wall time between the first and last dump
 	// that show the thread (100 = one core).
 	Percent float64 `json:"cpu_percent"`
+	// Live runs add the OS view of the thread.
+	TID                  int     `json:"tid,omitempty"`
+	VoluntaryPerSecond   float64 `json:"voluntary_per_second,omitempty"`
+	InvoluntaryPerSecond float64 `json:"involuntary_per_second,omitempty"`
+	RunQueueWaitShare    float64 `json:"run_queue_wait_share,omitempty"`
+	Policy               string  `json:"policy,omitempty"`
+	Nice                 int     `json:"nice,omitempty"`
+	RTPriority           int     `json:"rt_priority,omitempty"`
+	CPUsAllowed          string  `json:"cpus_allowed,omitempty"`
 }
 
 // StuckThread is a thread whose stack did not change across a series.

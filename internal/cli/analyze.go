@@ -53,6 +53,8 @@ const analyzeExample = `  ctprof analyze dump.txt
   ctprof analyze --format json dump1.txt dump2.txt dump3.txt
   ctprof analyze --format folded app.log.gz > stacks.folded`
 
+func init() { register(func(io IO) *cobra.Command { return NewCmdAnalyze(io, nil) }) }
+
 // NewCmdAnalyze builds `ctprof analyze`. runF replaces analyzeRun in tests.
 func NewCmdAnalyze(io IO, runF func(*AnalyzeOptions) error) *cobra.Command {
 	opts := &AnalyzeOptions{IO: io}

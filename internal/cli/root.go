@@ -100,9 +100,19 @@ func NewRootCmd(io IO) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErrorf("%v (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(NewCmdAnalyze(io, nil))
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd(io))
+	}
 	return root
 }
+
+// commands holds the constructors of the subcommands. Each command's file
+// registers itself in an init function, so adding a command touches one
+// file; cobra lists them alphabetically whatever the order here.
+var commands []func(IO) *cobra.Command
+
+// register adds a subcommand constructor; called from init functions.
+func register(newCmd func(IO) *cobra.Command) { commands = append(commands, newCmd) }
 
 // Main runs ctprof with args and returns the exit code.
 func Main(args []string, in io.Reader, out, errOut io.Writer) int {

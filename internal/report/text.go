@@ -25,21 +25,57 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 	tw := &textWriter{w: w}
 	T := Terminal
 
-	what := fmt.Sprintf("%d thread dump", s.Dumps)
-	if s.Dumps != 1 {
-		what += "s"
+	if s.Target != nil {
+		tw.printf("pid %d (%s, %s): %d samples over %.1fs, %d threads", s.Target.PID, T(s.Target.Name), s.Target.Kind, s.Samples, s.DurationSeconds, s.Threads)
+		if s.Dumps > 0 {
+			tw.printf(", %d thread dumps", s.Dumps)
+		}
+		tw.printf("\n")
+		if len(s.OSStates) > 0 {
+			tw.printf("OS thread states: %s\n", formatOSStates(s.OSStates))
+		}
+		tw.printf("CPU: %.1f%% of one core, on %d allowed CPUs", s.CPUPercent, s.Target.CPUs)
+		if s.RunQueueWaitShare > 0 {
+			tw.printf("; run-queue wait %.1f%% of runnable time", 100*s.RunQueueWaitShare)
+		}
+		tw.printf("\n")
+		if c := s.ContextSwitches; c != nil {
+			tw.printf("context switches: %.1f/s voluntary, %.1f/s involuntary (host: %.1f/s)\n", c.VoluntaryPerSecond, c.InvoluntaryPerSecond, c.HostPerSecond)
+		}
+		if c := s.Connections; c != nil {
+			tw.printf("connections: %d established", c.Established)
+			if len(c.ByPort) > 0 {
+				tw.printf(" (%s)", formatPorts(c.ByPort))
+			}
+			if len(c.Listening) > 0 {
+				tw.printf("; listening on %s", joinInts(c.Listening))
+			}
+			if tpc := s.ThreadsPerConnection; tpc != nil {
+				tw.printf("; %.1f threads per connection", tpc.Ratio)
+			}
+			tw.printf("\n")
+		}
+		if s.Dumps > 0 {
+			tw.printf("Java states: %s\n", formatStates(s.States))
+		}
+		tw.printf("\n")
+	} else {
+		what := fmt.Sprintf("%d thread dump", s.Dumps)
+		if s.Dumps != 1 {
+			what += "s"
+		}
+		if s.FirstDump != nil && s.Dumps > 1 {
+			what += fmt.Sprintf(" from %s to %s", s.FirstDump.Format("2006-01-02 15:04:05"), s.LastDump.Format("15:04:05"))
+		} else if s.FirstDump != nil {
+			what += " taken " + s.FirstDump.Format("2006-01-02 15:04:05")
+		}
+		tw.printf("%s, %d threads in the last", what, s.Threads)
+		if s.VM != "" {
+			tw.printf(" (%s)", T(s.VM))
+		}
+		tw.printf("\n")
+		tw.printf("states: %s\n\n", formatStates(s.States))
 	}
-	if s.FirstDump != nil && s.Dumps > 1 {
-		what += fmt.Sprintf(" from %s to %s", s.FirstDump.Format("2006-01-02 15:04:05"), s.LastDump.Format("15:04:05"))
-	} else if s.FirstDump != nil {
-		what += " taken " + s.FirstDump.Format("2006-01-02 15:04:05")
-	}
-	tw.printf("%s, %d threads in the last", what, s.Threads)
-	if s.VM != "" {
-		tw.printf(" (%s)", T(s.VM))
-	}
-	tw.printf("\n")
-	tw.printf("states: %s\n\n", formatStates(s.States))
 
 	tw.printf("FINDINGS\n")
 	if len(s.Findings) == 0 {
@@ -66,6 +102,18 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 		owner := "owner unknown"
 		if l.Owner != nil {
 			owner = fmt.Sprintf("owner %q", T(*l.Owner))
+		}
+		if l.Kind == "futex" {
+			name := l.Address
+			if l.Symbol != nil {
+				name = *l.Symbol + " " + l.Address
+			}
+			tw.printf("  %3d waiting  futex %s\n", l.Waiters, T(name))
+			tw.printf("               avg %.2f waiters, blocked in %.0f%% of samples\n", l.AvgWaiters, 100*l.BlockedShare)
+			if len(l.WaiterThreads) > 0 {
+				tw.printf("               waiters: %s\n", T(strings.Join(l.WaiterThreads, ", ")))
+			}
+			continue
 		}
 		tw.printf("  %3d waiting  %s %s <%s>  %s\n", l.Waiters, l.Kind, T(l.Class), l.Address, owner)
 		if s.Dumps > 1 {
@@ -95,11 +143,31 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 		tw.printf("\n")
 	}
 
+	if len(s.FutexWaits) > 0 {
+		tw.printf("WAITING ON CONDITIONS (idle, not contention)\n")
+		for i, w := range s.FutexWaits {
+			if i == top {
+				tw.printf("  … %d more\n", len(s.FutexWaits)-top)
+				break
+			}
+			name := w.Address
+			if w.Symbol != nil {
+				name = *w.Symbol + " " + w.Address
+			}
+			tw.printf("  %3d waiting  futex %s\n", w.Waiters, T(name))
+		}
+		tw.printf("\n")
+	}
+
 	tw.printf("THREAD POOLS (names with digits as N)\n")
 	for i, p := range s.Pools {
 		if i == top {
 			tw.printf("  … %d more\n", len(s.Pools)-top)
 			break
+		}
+		if s.Target != nil && s.Dumps == 0 {
+			tw.printf("  %5d  %-30s  cpu %5.1f%%  switches/s %8.1f vol %8.1f invol  %s\n", p.Threads, T(p.Name), p.CPUPercent, p.VoluntaryPerSecond, p.InvoluntaryPerSecond, formatOSStates(p.States))
+			continue
 		}
 		tw.printf("  %5d  %s  %s\n", p.Threads, T(p.Name), formatStates(p.States))
 	}
@@ -123,7 +191,17 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 		tw.printf("\n")
 	}
 
-	if len(s.ThreadCPU) > 0 {
+	if len(s.ThreadCPU) > 0 && s.Target != nil {
+		tw.printf("BUSIEST THREADS\n")
+		tw.printf("  %8s  %6s  %9s  %9s  %7s  %-12s %4s  %s\n", "TID", "CPU", "VOL/s", "INVOL/s", "RQWAIT", "POLICY", "NICE", "NAME (CPUS)")
+		for i, c := range s.ThreadCPU {
+			if i == top {
+				break
+			}
+			tw.printf("  %8d  %5.1f%%  %9.1f  %9.1f  %6.1f%%  %-12s %4d  %q (%s)\n", c.TID, c.Percent, c.VoluntaryPerSecond, c.InvoluntaryPerSecond, 100*c.RunQueueWaitShare, c.Policy, c.Nice, T(c.Thread), T(c.CPUsAllowed))
+		}
+		tw.printf("\n")
+	} else if len(s.ThreadCPU) > 0 {
 		tw.printf("BUSIEST THREADS (cpu= deltas across the dumps)\n")
 		for i, c := range s.ThreadCPU {
 			if i == top {
@@ -200,4 +278,43 @@ func quoteNames(names []string) string {
 		q[i] = fmt.Sprintf("%q", Terminal(n))
 	}
 	return strings.Join(q, ", ")
+}
+
+func formatOSStates(m map[string]int) string {
+	order := []string{"running", "uninterruptible", "sleeping", "idle", "stopped", "zombie", "other"}
+	var parts []string
+	for _, k := range order {
+		if n := m[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func formatPorts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || m[keys[i]] == m[keys[j]] && keys[i] < keys[j] })
+	var parts []string
+	for i, k := range keys {
+		if i == 5 {
+			parts = append(parts, "…")
+			break
+		}
+		parts = append(parts, fmt.Sprintf("port %s: %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func joinInts(v []int) string {
+	parts := make([]string, len(v))
+	for i, n := range v {
+		parts[i] = fmt.Sprint(n)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,12 +1,13 @@
 // Package sample holds the Snapshot model: what ctprof knows about a target
 // at one instant. Every mode (live attach, recording replay, dump files)
 // produces Snapshots, and the one Aggregator in internal/analysis consumes
-// them.
+// them. The sampling loop that takes live snapshots is in sampler.go.
 package sample
 
 import (
 	"time"
 
+	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -24,6 +25,8 @@ type Target struct {
 	PID  int
 	Name string
 	Kind TargetKind
+	// CPUs is the number of CPUs the process may run on (its affinity).
+	CPUs int
 }
 
 // Snapshot is one tick of one target.
@@ -37,4 +40,42 @@ type Snapshot struct {
 	Source string
 	// Dump is the thread dump taken at this tick; nil on ticks without one.
 	Dump *threaddump.Dump
+
+	// Threads is the /proc sample of every OS thread; nil when the tick
+	// has none (dump files).
+	Threads []OSThread
+	// Futexes groups the threads blocked in futex(2) by address.
+	Futexes []FutexWait
+	// Connections are the target's established TCP connections; nil when
+	// not sampled.
+	Connections *Connections
+	// Host is system-wide context; nil when not sampled.
+	Host *Host
+	// Missing names what could not be read for lack of permission
+	// ("syscall", "fd"), so the summary can say so once.
+	Missing []string
+	// Cost is how long taking this snapshot took.
+	Cost time.Duration
 }
+
+// The /proc parts of a snapshot are procfs's types: the reader fills them
+// in place, so the sweep does not copy every thread into a second struct.
+type (
+	// OSThread is one kernel thread of the target at one instant.
+	OSThread = procfs.Thread
+	// FutexWait is a set of threads blocked in futex(2) on one address.
+	FutexWait = procfs.FutexWait
+	// FutexKind tells contention from idle waiting.
+	FutexKind = procfs.FutexKind
+	// Connections are the target's TCP connections.
+	Connections = procfs.Connections
+	// Host is system-wide context.
+	Host = procfs.Host
+)
+
+// Futex kinds.
+const (
+	FutexLock      = procfs.FutexLock
+	FutexCondition = procfs.FutexCondition
+	FutexUnknown   = procfs.FutexUnknown
+)

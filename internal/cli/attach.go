@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/report"
+	"github.com/ctprof/ctprof/internal/sample"
+)
+
+// AttachOptions are the inputs of `ctprof attach`.
+type AttachOptions struct {
+	IO       IO
+	PID      int
+	Name     string
+	Interval time.Duration
+	Duration time.Duration
+	Count    int
+	Port     int
+	Format   string
+	Top      int
+	// Status forces the live status line on or off; nil means "when
+	// standard error is a terminal".
+	Status   *bool
+	ProcRoot string
+}
+
+const attachLong = `Attach to a running process and sample its threads until --duration,
+--count, the target's exit, or Ctrl-C; then print a summary.
+
+Every --interval ctprof reads /proc/<pid>/task/* (state, CPU, voluntary and
+involuntary context switches, run-queue wait, scheduling policy, priority and
+affinity, wait channel, and the system call a thread is blocked in), the
+target's established TCP connections, and the host's context-switch rate.
+Native threads blocked in futex(2) on one address are grouped and the address
+is named from the ELF symbols of the target's binaries, so a contended
+pthread mutex shows as "N threads wait on futex contended_mutex (app+0x4040)";
+threads of an idle pool waiting on a condition variable are reported apart,
+as waiting, not as contention.
+
+It works for any Linux process; JVM thread dumps over the attach protocol come
+in a later release. Reading another user's process needs root or that user:
+ctprof reads what it can and says in the summary what was missing.
+
+On a terminal a status line shows progress; Ctrl-C stops sampling and still
+prints the summary of everything seen.`
+
+const attachExample = `  ctprof attach 4242                       # until Ctrl-C
+  ctprof attach 4242 --duration 30s --format json > run.json
+  ctprof attach --name 'market-?data' --interval 500ms --count 20
+  ctprof attach 4242 --port 8080           # count only clients of port 8080`
+
+func init() { register(func(io IO) *cobra.Command { return NewCmdAttach(io, nil) }) }
+
+// NewCmdAttach builds `ctprof attach`.
+func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
+	opts := &AttachOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:     "attach [PID]",
+		Short:   "Sample a running process: threads, context switches, futex hotspots, connections",
+		Long:    attachLong,
+		Example: attachExample,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) > 1:
+				return usageErrorf("attach takes one PID")
+			case len(args) == 1 && opts.Name != "":
+				return usageErrorf("give a PID or --name, not both")
+			case len(args) == 0 && opts.Name == "":
+				return usageErrorf("attach needs a PID or --name REGEX (ctprof ps lists candidates)")
+			case len(args) == 1:
+				pid, err := strconv.Atoi(args[0])
+				if err != nil || pid <= 0 {
+					return usageErrorf("%q is not a process id", args[0])
+				}
+				opts.PID = pid
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(opts.Format); err != nil {
+				return err
+			}
+			if opts.Format == "folded" {
+				return usageErrorf("--format folded needs thread dumps; attach prints text or json")
+			}
+			if opts.Interval < 10*time.Millisecond {
+				return usageErrorf("--interval must be at least 10ms")
+			}
+			if opts.Duration < 0 || opts.Count < 0 || opts.Port < 0 || opts.Port > 65535 {
+				return usageErrorf("--duration, --count and --port must not be negative (port at most 65535)")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return attachRun(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Name, "name", "", "choose the target by a regular expression over process name and command line")
+	f.DurationVarP(&opts.Interval, "interval", "i", time.Second, "time between samples")
+	f.DurationVarP(&opts.Duration, "duration", "d", 0, "stop after this long (0: until Ctrl-C or the target exits)")
+	f.IntVarP(&opts.Count, "count", "n", 0, "stop after this many samples (0: no limit)")
+	f.IntVar(&opts.Port, "port", 0, "count only connections to this local server port")
+	f.StringVarP(&opts.Format, "format", "f", "text", "summary format: text or json")
+	f.IntVar(&opts.Top, "top", 10, "rows per table in the text summary")
+	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp
+	})
+	return cmd
+}
+
+func attachRun(ctx context.Context, opts *AttachOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	root := opts.ProcRoot
+	if root == "" {
+		root = "/proc"
+	}
+	if opts.Name != "" {
+		pid, err := findByName(root, opts.Name)
+		if err != nil {
+			return err
+		}
+		opts.PID = pid
+	}
+	s, err := sample.NewSampler(sample.Options{PID: opts.PID, Interval: opts.Interval, Duration: opts.Duration, Count: opts.Count, Port: opts.Port, ProcRoot: root})
+	if err != nil {
+		if errors.Is(err, procfs.ErrProcessGone) {
+			return fmt.Errorf("%w (ctprof ps lists candidates)", err)
+		}
+		return err
+	}
+	// Ctrl-C ends sampling; the summary of what was seen still prints.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	showStatus := isTerminal(opts.IO.ErrOut)
+	if opts.Status != nil {
+		showStatus = *opts.Status
+	}
+	agg := analysis.New()
+	start := time.Now()
+	n := 0
+	t := s.Target()
+	fmt.Fprintf(opts.IO.ErrOut, "ctprof: sampling pid %d (%s, %s) every %s; Ctrl-C stops and prints the summary\n",
+		t.PID, report.Terminal(t.Name), t.Kind, opts.Interval)
+	reason, runErr := s.Run(ctx, func(snap *sample.Snapshot) {
+		agg.Add(snap)
+		n++
+		if showStatus {
+			fmt.Fprintf(opts.IO.ErrOut, "\r\x1b[K%s", statusLine(time.Since(start), n, snap))
+		}
+	})
+	if showStatus {
+		fmt.Fprint(opts.IO.ErrOut, "\r\x1b[K")
+	}
+	if runErr != nil && n == 0 {
+		return runErr
+	}
+	switch reason {
+	case sample.StopTargetGone:
+		if n == 0 {
+			return fmt.Errorf("pid %d exited before the first sample: %w", opts.PID, procfs.ErrProcessGone)
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "ctprof: pid %d exited after %d samples; summary of what was seen:\n", opts.PID, n)
+	case sample.StopInterrupted:
+		fmt.Fprintf(opts.IO.ErrOut, "ctprof: interrupted after %d samples\n", n)
+	}
+	if err := writeSummary(opts.IO.Out, agg, opts.Format, opts.Top); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return fmt.Errorf("sampling stopped early: %w", runErr)
+	}
+	return nil
+}
+
+// statusLine is the one-line progress shown on a terminal. It shows the
+// latest sample as it is; statistics are the Aggregator's, at the end.
+func statusLine(elapsed time.Duration, n int, snap *sample.Snapshot) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  %d samples  %d threads", elapsed.Round(time.Second), n, len(snap.Threads))
+	if c := snap.Connections; c != nil {
+		fmt.Fprintf(&b, "  %d connections", c.Established)
+	}
+	for _, fw := range snap.Futexes {
+		if fw.Kind == sample.FutexCondition {
+			continue
+		}
+		name := fmt.Sprintf("futex 0x%x", fw.Address)
+		if fw.Location.Symbol != "" {
+			name = fw.Location.String()
+		}
+		fmt.Fprintf(&b, "  hottest: %s (%d waiting)", report.Terminal(name), len(fw.TIDs))
+		break
+	}
+	return b.String()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// findByName picks the one process whose name or command line matches re.
+func findByName(root, expr string) (int, error) {
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return 0, usageErrorf("--name: %v", err)
+	}
+	procs, err := listProcesses(root)
+	if err != nil {
+		return 0, err
+	}
+	self := os.Getpid()
+	var matches []processInfo
+	for _, p := range procs {
+		if p.PID == self {
+			continue
+		}
+		if re.MatchString(p.Name) || re.MatchString(p.Cmdline) {
+			matches = append(matches, p)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return 0, fmt.Errorf("no process matches --name %q (ctprof ps lists candidates)", expr)
+	case 1:
+		return matches[0].PID, nil
+	}
+	var lines []string
+	for i, m := range matches {
+		if i == 10 {
+			lines = append(lines, fmt.Sprintf("… %d more", len(matches)-10))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("  %d %s", m.PID, report.Terminal(m.Name)))
+	}
+	return 0, fmt.Errorf("--name %q matches %d processes; give a PID or a narrower pattern:\n%s", expr, len(matches), strings.Join(lines, "\n"))
+}

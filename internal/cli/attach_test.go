@@ -1,0 +1,241 @@
+package cli
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/testnative"
+)
+
+// attachJSON runs `ctprof attach` with args and decodes its JSON summary.
+func attachJSON(t *testing.T, args ...string) (map[string]any, string) {
+	t.Helper()
+	code, out, errOut := run(t, "", append([]string{"attach", "--format", "json"}, args...)...)
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	return doc, errOut
+}
+
+func TestAttachNamesAContendedPthreadMutex(t *testing.T) {
+	p := testnative.Start(t, "mutex_contention", "4", "3", "3000")
+	// A few samples, then retry: on a loaded machine one sweep may catch
+	// the contenders between lock calls.
+	var lock map[string]any
+	var doc map[string]any
+	for attempt := 0; attempt < 5 && lock == nil; attempt++ {
+		doc, _ = attachJSON(t, strconv.Itoa(p.PID), "--count", "4", "--interval", "100ms")
+		for _, l := range doc["locks"].([]any) {
+			l := l.(map[string]any)
+			if l["kind"] == "futex" && l["class"] == "contended_mutex" && l["waiters"].(float64) >= 2 {
+				lock = l
+			}
+		}
+	}
+	require.NotNil(t, lock, "no futex hotspot on contended_mutex: %v", doc["locks"])
+
+	assert.Equal(t, float64(4), doc["samples"])
+	target := doc["target"].(map[string]any)
+	assert.Equal(t, float64(p.PID), target["pid"])
+	assert.Equal(t, "native", target["kind"])
+	assert.Regexp(t, `^contended_mutex \(mutex_contention\+0x[0-9a-f]+\)$`, lock["symbol"])
+	assert.Greater(t, lock["blocked_share"].(float64), 0.0)
+	assert.Greater(t, lock["avg_waiters"].(float64), 0.0)
+
+	// The idle pool waits on a condition: reported apart, not as a lock.
+	for _, l := range doc["locks"].([]any) {
+		assert.NotContains(t, l.(map[string]any)["class"], "work_ready")
+	}
+	var cond map[string]any
+	for _, w := range doc["futex_waits"].([]any) {
+		if w := w.(map[string]any); strings.HasPrefix(w["symbol"].(string), "work_ready") {
+			cond = w
+		}
+	}
+	require.NotNil(t, cond, "futex_waits: %v", doc["futex_waits"])
+	assert.Equal(t, float64(3), cond["waiters"])
+
+	cs := doc["context_switches"].(map[string]any)
+	assert.Greater(t, cs["voluntary_per_second"].(float64), 0.0, "contenders block and wake")
+	assert.Greater(t, cs["host_per_second"].(float64), 0.0)
+
+	// The finding says it in words, with the symbol.
+	var found bool
+	for _, f := range doc["findings"].([]any) {
+		if strings.Contains(f.(map[string]any)["summary"].(string), "contended_mutex") {
+			found = true
+		}
+	}
+	assert.True(t, found, "findings: %v", doc["findings"])
+}
+
+func TestAttachCountsConnectedClients(t *testing.T) {
+	const clients, perClient = 6, 3
+	p := testnative.Start(t, "tcp_server", strconv.Itoa(perClient))
+	port := p.Value("PORT")
+	for i := 0; i < clients; i++ {
+		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", port))
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+	}
+	var doc map[string]any
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		doc, _ = attachJSON(t, strconv.Itoa(p.PID), "--count", "2", "--interval", "100ms")
+		conns := doc["connections"].(map[string]any)
+		if conns["established"] == float64(clients) && doc["threads"].(float64) >= 1+clients*perClient || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	conns := doc["connections"].(map[string]any)
+	assert.Equal(t, float64(clients), conns["established"])
+	assert.Equal(t, map[string]any{port: float64(clients)}, conns["by_port"])
+	assert.Equal(t, []any{mustAtof(t, port)}, conns["listening"])
+	tpc := doc["threads_per_connection"].(map[string]any)
+	// 1 main thread + perClient threads per client.
+	assert.InDelta(t, float64(1+clients*perClient)/clients, tpc["ratio"], 0.01)
+
+	// --port of another port counts none of them.
+	doc, _ = attachJSON(t, strconv.Itoa(p.PID), "--count", "1", "--port", "1")
+	assert.Equal(t, float64(0), doc["connections"].(map[string]any)["established"])
+}
+
+func mustAtof(t *testing.T, s string) float64 {
+	f, err := strconv.ParseFloat(s, 64)
+	require.NoError(t, err)
+	return f
+}
+
+func TestAttachEndsCleanlyWhenTheTargetExits(t *testing.T) {
+	p := testnative.Start(t, "many_threads", "20", "1500")
+	code, out, errOut := run(t, "", "attach", strconv.Itoa(p.PID), "--interval", "100ms")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "exited after")
+	assert.Contains(t, out, "native")
+	assert.Contains(t, out, "sleeper-N", "the pool seen before the exit is summarised")
+}
+
+func TestAttachUnderThreadChurn(t *testing.T) {
+	p := testnative.Start(t, "thread_churn")
+	doc, errOut := attachJSON(t, strconv.Itoa(p.PID), "--count", "30", "--interval", "20ms")
+	assert.NotContains(t, errOut, "error")
+	assert.Equal(t, float64(30), doc["samples"])
+	cs := doc["context_switches"].(map[string]any)
+	assert.GreaterOrEqual(t, cs["voluntary_per_second"].(float64), 0.0)
+	assert.GreaterOrEqual(t, doc["cpu_percent"].(float64), 0.0)
+}
+
+func TestAttachErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"attach"}, 2, "needs a PID or --name"},
+		{[]string{"attach", "abc"}, 2, "not a process id"},
+		{[]string{"attach", "1", "--interval", "1ms"}, 2, "at least 10ms"},
+		{[]string{"attach", "1", "--format", "folded"}, 2, "text or json"},
+		{[]string{"attach", strconv.Itoa(1 << 22)}, 1, "no process with pid"},
+		{[]string{"attach", "--name", "(unclosed"}, 2, "--name"},
+		{[]string{"attach", "--name", "^no-such-process-name-xyz$"}, 1, "no process matches"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, errOut := run(t, "", tc.args...)
+			assert.Equal(t, tc.code, code, errOut)
+			assert.Contains(t, errOut, tc.msg)
+			assert.True(t, strings.HasPrefix(errOut, "ctprof: "), errOut)
+		})
+	}
+}
+
+func TestAttachByName(t *testing.T) {
+	p := testnative.Start(t, "many_threads", "5")
+	doc, _ := attachJSON(t, "--name", "^many_threads$", "--count", "1")
+	assert.Equal(t, float64(p.PID), doc["target"].(map[string]any)["pid"])
+}
+
+// buildCtprof builds the binary once per test run, into a directory other
+// users may read (for the permission test).
+var buildCtprof = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "ctprof-bin-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "ctprof")
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/ctprof").CombinedOutput()
+	if err != nil {
+		return "", &exec.Error{Name: "go build: " + string(out), Err: err}
+	}
+	return bin, nil
+})
+
+// Run as an unprivileged user against a root process, ctprof reads what it
+// may and says once, in the summary, what was missing and how to get it.
+func TestAttachWithoutPrivilegesSaysWhatIsMissing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatalf("this test starts ctprof as another user and needs root (CI runs as root)")
+	}
+	bin, err := buildCtprof()
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
+	p := testnative.Start(t, "mutex_contention", "3", "2", "2000")
+
+	cmd := exec.Command(bin, "attach", strconv.Itoa(p.PID), "--count", "2", "--interval", "100ms")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
+	out := stdout.String()
+	assert.Contains(t, out, "syscall", "says the system calls could not be read")
+	assert.Contains(t, out, "/proc/<pid>/fd", "says the connections could not be read")
+	assert.Contains(t, out, "run ctprof as root or as the target's user")
+	assert.Contains(t, out, "contender-N", "still summarises what it could read")
+}
+
+func TestPsListsProcessesWithThreadsAndConnections(t *testing.T) {
+	p := testnative.Start(t, "tcp_server", "1")
+	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", p.Value("PORT")))
+	require.NoError(t, err)
+	defer c.Close()
+	var row map[string]any
+	deadline := time.Now().Add(20 * time.Second)
+	for row == nil || row["established"] != float64(1) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ps row: %v", row)
+		}
+		code, out, errOut := run(t, "", "ps", "--format", "json", "--all")
+		require.Equal(t, 0, code, errOut)
+		var rows []map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &rows))
+		for _, r := range rows {
+			if r["pid"] == float64(p.PID) {
+				row = r
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	assert.Equal(t, false, row["jvm"])
+	assert.GreaterOrEqual(t, row["threads"].(float64), 2.0)
+
+	code, out, _ := run(t, "", "ps")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "PID")
+	assert.Contains(t, out, strconv.Itoa(p.PID))
+}

@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/shirou/gopsutil/v4/process"
+	"github.com/spf13/cobra"
+
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/report"
+	"github.com/ctprof/ctprof/internal/sample"
+)
+
+// PsOptions are the inputs of `ctprof ps`.
+type PsOptions struct {
+	IO       IO
+	JavaOnly bool
+	All      bool
+	Format   string
+	ProcRoot string
+}
+
+// processInfo is one row of `ctprof ps`.
+type processInfo struct {
+	PID     int    `json:"pid"`
+	Name    string `json:"name"`
+	User    string `json:"user"`
+	Threads int    `json:"threads"`
+	// Established is the number of established TCP connections; -1 when
+	// the process's fds cannot be read.
+	Established int    `json:"established"`
+	JVM         bool   `json:"jvm"`
+	Cmdline     string `json:"cmdline"`
+}
+
+func init() { register(func(io IO) *cobra.Command { return NewCmdPs(io, nil) }) }
+
+// NewCmdPs builds `ctprof ps`.
+func NewCmdPs(io IO, runF func(*PsOptions) error) *cobra.Command {
+	opts := &PsOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "ps",
+		Short: "List processes worth profiling: threads, connections, JVM or not",
+		Long: `List processes with their thread count, established TCP connections and
+whether each is a JVM, most threads first, so you can find the pid to attach
+to. Single-threaded processes are left out unless --all is given. A "-" in
+the connections column means ctprof may not read that process's file
+descriptors (run as its user or root).`,
+		Example: `  ctprof ps
+  ctprof ps --java
+  ctprof ps --format json | jq '.[0].pid'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Format != "text" && opts.Format != "json" {
+				return usageErrorf("unknown --format %q: use text or json", opts.Format)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return psRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JavaOnly, "java", false, "only JVMs")
+	cmd.Flags().BoolVar(&opts.All, "all", false, "include single-threaded processes")
+	cmd.Flags().StringVarP(&opts.Format, "format", "f", "text", "output format: text or json")
+	return cmd
+}
+
+func listProcesses(root string) ([]processInfo, error) {
+	procs, err := process.Processes()
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	out := make([]processInfo, 0, len(procs))
+	for _, p := range procs {
+		name, err := p.Name()
+		if err != nil {
+			continue // gone meanwhile, or a kernel thread we cannot read
+		}
+		pi := processInfo{PID: int(p.Pid), Name: name, Established: -1}
+		if n, err := p.NumThreads(); err == nil {
+			pi.Threads = int(n)
+		}
+		if u, err := p.Username(); err == nil {
+			pi.User = u
+		}
+		if c, err := p.Cmdline(); err == nil {
+			pi.Cmdline = c
+		}
+		out = append(out, pi)
+	}
+	return out, nil
+}
+
+func psRun(opts *PsOptions) error {
+	root := opts.ProcRoot
+	if root == "" {
+		root = "/proc"
+	}
+	procs, err := listProcesses(root)
+	if err != nil {
+		return err
+	}
+	fs := procfs.NewFS(root)
+	rows := make([]processInfo, 0, len(procs))
+	for _, p := range procs {
+		if p.Threads < 2 && !opts.All {
+			continue
+		}
+		p.JVM = sample.IsJVM(root, p.PID)
+		if opts.JavaOnly && !p.JVM {
+			continue
+		}
+		if c, err := fs.Connections(p.PID, 0); err == nil {
+			p.Established = c.Established
+		}
+		rows = append(rows, p)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Threads != rows[j].Threads {
+			return rows[i].Threads > rows[j].Threads
+		}
+		return rows[i].PID < rows[j].PID
+	})
+	if opts.Format == "json" {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PID\tTHREADS\tCONNS\tJVM\tUSER\tCOMMAND")
+	for _, r := range rows {
+		conns := "-"
+		if r.Established >= 0 {
+			conns = fmt.Sprint(r.Established)
+		}
+		jvm := ""
+		if r.JVM {
+			jvm = "yes"
+		}
+		cmdline := r.Cmdline
+		if cmdline == "" {
+			cmdline = r.Name
+		}
+		if len(cmdline) > 100 {
+			cmdline = cmdline[:100] + "…"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", r.PID, r.Threads, conns, jvm, report.Terminal(r.User), report.Terminal(strings.TrimSpace(cmdline)))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,250 @@
+package procfs
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/testnative"
+)
+
+// pollUntil retries fn until it returns nil or the deadline passes, and
+// returns the last error. The machines are small and shared: conditions
+// are waited for, never assumed after a fixed sleep.
+func pollUntil(timeout time.Duration, fn func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := fn()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func readThreads(t *testing.T, pid int) []Thread {
+	t.Helper()
+	r, err := NewFS("/proc").NewThreadReader(pid)
+	require.NoError(t, err)
+	defer r.Close()
+	threads, err := r.Read(nil)
+	require.NoError(t, err)
+	return threads
+}
+
+func TestFutexHotspotNamesTheMutexAndSetsConditionsApart(t *testing.T) {
+	const contenders, idle = 4, 3
+	p := testnative.Start(t, "mutex_contention", strconv.Itoa(contenders), strconv.Itoa(idle), "3000")
+	fs := NewFS("/proc")
+	r, err := fs.NewThreadReader(p.PID)
+	require.NoError(t, err)
+	defer r.Close()
+	sym := fs.NewSymbolizer(p.PID)
+
+	var lock, cond *FutexWait
+	err = pollUntil(30*time.Second, func() error {
+		threads, err := r.Read(nil)
+		if err != nil {
+			return err
+		}
+		lock, cond = nil, nil
+		for _, fw := range GroupFutexWaits(threads, sym) {
+			switch fw.Location.Symbol {
+			case "contended_mutex":
+				lock = &fw
+			case "work_ready":
+				cond = &fw
+			}
+		}
+		// One contender holds the mutex (sleeping in nanosleep); the
+		// others queue. Under load one may be between lock calls.
+		if lock == nil || len(lock.TIDs) < contenders-2 || cond == nil || len(cond.TIDs) != idle {
+			return fmt.Errorf("lock %+v cond %+v", lock, cond)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+
+	assert.Equal(t, FutexLock, lock.Kind, "a contended mutex is a lock")
+	assert.Equal(t, "FUTEX_WAIT_PRIVATE", lock.Op)
+	assert.Equal(t, "mutex_contention", lock.Location.Module)
+	assert.Zero(t, lock.Location.SymbolOffset, "the futex word is the mutex's first field")
+	assert.Regexp(t, `^contended_mutex \(mutex_contention\+0x[0-9a-f]+\)$`, lock.Location.String())
+
+	assert.Equal(t, FutexCondition, cond.Kind, "idle workers wait for a signal: not contention")
+	assert.NotZero(t, cond.Location.SymbolOffset, "glibc waits on a word inside pthread_cond_t")
+
+	// The waiters are the contender threads, by name.
+	names := map[int]string{}
+	for _, th := range readThreads(t, p.PID) {
+		names[th.TID] = th.Name
+	}
+	for _, tid := range lock.TIDs {
+		if n, ok := names[tid]; ok { // a waiter may have moved on meanwhile
+			assert.True(t, strings.HasPrefix(n, "contender-"), n)
+		}
+	}
+}
+
+func TestThreadReaderSeesThousandsOfThreads(t *testing.T) {
+	const n = 2000
+	p := testnative.Start(t, "many_threads", strconv.Itoa(n))
+	threads := readThreads(t, p.PID)
+	require.Len(t, threads, n+1)
+	seen := map[int]bool{}
+	sleepers := 0
+	for _, th := range threads {
+		assert.False(t, seen[th.TID], "tid %d twice", th.TID)
+		seen[th.TID] = true
+		assert.NotZero(t, th.StartTime)
+		assert.NotEmpty(t, th.CPUsAllowed)
+		if strings.HasPrefix(th.Name, "sleeper-") {
+			sleepers++
+			assert.True(t, th.Sleeping(), "%s state %c", th.Name, th.State)
+			assert.NotEqual(t, SyscallUnknown, th.Syscall, "root may read syscall")
+		}
+	}
+	assert.Equal(t, n, sleepers)
+}
+
+func TestThreadReaderUnderChurn(t *testing.T) {
+	p := testnative.Start(t, "thread_churn")
+	r, err := NewFS("/proc").NewThreadReader(p.PID)
+	require.NoError(t, err)
+	defer r.Close()
+	ephemeral := 0
+	for i := 0; i < 200; i++ {
+		threads, err := r.Read(nil)
+		require.NoError(t, err, "threads exiting mid-sweep are normal")
+		require.NotEmpty(t, threads)
+		for _, th := range threads {
+			require.NotZero(t, th.TID)
+			require.NotEmpty(t, th.Name)
+			if th.Name == "ephemeral" {
+				ephemeral++
+			}
+		}
+	}
+	assert.Positive(t, ephemeral, "the sweeps caught short-lived threads")
+}
+
+func TestThreadReaderReportsProcessGone(t *testing.T) {
+	p := testnative.Start(t, "many_threads", "10")
+	r, err := NewFS("/proc").NewThreadReader(p.PID)
+	require.NoError(t, err)
+	defer r.Close()
+	_, err = r.Read(nil)
+	require.NoError(t, err)
+	p.Stop()
+	_, err = r.Read(nil)
+	assert.True(t, errors.Is(err, ErrProcessGone), "got %v", err)
+
+	_, err = NewFS("/proc").NewThreadReader(p.PID)
+	assert.True(t, errors.Is(err, ErrProcessGone), "got %v", err)
+}
+
+func TestConnectionsOfALoopbackServer(t *testing.T) {
+	p := testnative.Start(t, "tcp_server", "1")
+	port, err := strconv.Atoi(p.Value("PORT"))
+	require.NoError(t, err)
+	const clients = 5
+	for i := 0; i < clients; i++ {
+		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+	}
+	fs := NewFS("/proc")
+	var c *Connections
+	require.NoError(t, pollUntil(20*time.Second, func() error {
+		c, err = fs.Connections(p.PID, 0)
+		if err != nil {
+			return err
+		}
+		if c.Established != clients {
+			return fmt.Errorf("%d established", c.Established)
+		}
+		return nil
+	}))
+	assert.Equal(t, map[int]int{port: clients}, c.ByLocalPort)
+	assert.Equal(t, []int{port}, c.Listening)
+	assert.Equal(t, clients, c.Inbound)
+	assert.Equal(t, 1, c.Peers, "all clients come from 127.0.0.1")
+
+	other, err := fs.Connections(p.PID, port+1)
+	require.NoError(t, err)
+	assert.Zero(t, other.Established, "--port counts only clients of that port")
+	assert.Equal(t, []int{port}, other.Listening)
+
+	_, err = fs.Connections(1<<22+1, 0)
+	assert.True(t, errors.Is(err, ErrProcessGone), "got %v", err)
+}
+
+func TestProcessAndJVMDetection(t *testing.T) {
+	p := testnative.Start(t, "many_threads", "3")
+	info, err := NewFS("/proc").Process(p.PID)
+	require.NoError(t, err)
+	assert.Equal(t, "many_threads", info.Name)
+	assert.Equal(t, 4, info.Threads)
+	assert.Positive(t, info.CPUs)
+	assert.Contains(t, info.Cmdline, "many_threads")
+	assert.False(t, NewFS("/proc").IsJVM(p.PID))
+}
+
+func TestHost(t *testing.T) {
+	h1, err := NewFS("/proc").Host(t.Context())
+	require.NoError(t, err)
+	assert.Positive(t, h1.CPUs)
+	assert.Positive(t, h1.ContextSwitches)
+	require.NoError(t, pollUntil(10*time.Second, func() error {
+		h2, err := NewFS("/proc").Host(t.Context())
+		if err != nil {
+			return err
+		}
+		if h2.ContextSwitches <= h1.ContextSwitches {
+			return fmt.Errorf("host context switches did not grow")
+		}
+		return nil
+	}))
+}
+
+// The reader re-reads cached descriptors with pread: the kernel must hand
+// out fresh content each time, so counters of a busy thread advance.
+func TestCountersAdvanceThroughCachedFiles(t *testing.T) {
+	p := testnative.Start(t, "mutex_contention", "3", "0", "1000")
+	r, err := NewFS("/proc").NewThreadReader(p.PID)
+	require.NoError(t, err)
+	defer r.Close()
+	first, err := r.Read(nil)
+	require.NoError(t, err)
+	before := map[int]Thread{}
+	for _, th := range first {
+		before[th.TID] = th
+	}
+	require.NoError(t, pollUntil(20*time.Second, func() error {
+		now, err := r.Read(nil)
+		if err != nil {
+			return err
+		}
+		for _, th := range now {
+			b, ok := before[th.TID]
+			if !ok || !strings.HasPrefix(th.Name, "contender-") {
+				continue
+			}
+			if th.Voluntary < b.Voluntary || th.RunTime < b.RunTime {
+				return fmt.Errorf("counter went down: %+v -> %+v", b, th)
+			}
+			if th.Voluntary > b.Voluntary && th.RunTime > b.RunTime && th.Timeslices > b.Timeslices {
+				return nil
+			}
+		}
+		return fmt.Errorf("no contender's counters advanced yet")
+	}))
+	assert.Positive(t, r.open, "descriptors are cached between sweeps")
+}

@@ -1,0 +1,86 @@
+package procfs
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strings"
+)
+
+// Mapping is one line of /proc/<pid>/maps.
+type Mapping struct {
+	Start, End uint64
+	Perms      string
+	Offset     uint64
+	Inode      uint64
+	// Path is the mapped file as the target sees it, a pseudo name such as
+	// "[heap]" or "[stack]", or "" for anonymous memory.
+	Path string
+}
+
+// Deleted reports a file that was deleted after it was mapped.
+func (m Mapping) Deleted() bool { return strings.HasSuffix(m.Path, " (deleted)") }
+
+// FileBacked reports whether the mapping maps a file.
+func (m Mapping) FileBacked() bool { return m.Inode != 0 && strings.HasPrefix(m.Path, "/") }
+
+// Maps reads /proc/<pid>/maps.
+func (f FS) Maps(pid int) ([]Mapping, error) {
+	path := f.pidPath(pid, "maps")
+	b, err := f.readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseMaps(b)
+}
+
+func parseMaps(b []byte) ([]Mapping, error) {
+	var out []Mapping
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		m, ok := parseMapsLine(sc.Bytes())
+		if !ok {
+			return out, fmt.Errorf("maps line %d: cannot parse %q", line, truncateBytes(sc.Bytes(), 80))
+		}
+		out = append(out, m)
+	}
+	return out, sc.Err()
+}
+
+// parseMapsLine parses "start-end perms offset dev inode   path".
+func parseMapsLine(l []byte) (Mapping, bool) {
+	var m Mapping
+	fields := [5][]byte{}
+	rest := l
+	for i := 0; i < 5; i++ {
+		rest = bytes.TrimLeft(rest, " ")
+		j := bytes.IndexByte(rest, ' ')
+		if j < 0 {
+			if i < 4 {
+				return m, false
+			}
+			j = len(rest)
+		}
+		fields[i], rest = rest[:j], rest[j:]
+	}
+	dash := bytes.IndexByte(fields[0], '-')
+	if dash < 0 || len(fields[1]) < 4 {
+		return m, false
+	}
+	m.Start, m.End = hexu(fields[0][:dash]), hexu(fields[0][dash+1:])
+	m.Perms = string(fields[1])
+	m.Offset = hexu(fields[2])
+	m.Inode = atou(fields[4])
+	m.Path = string(bytes.TrimSpace(rest))
+	return m, m.End > m.Start
+}
+
+func truncateBytes(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

@@ -1,0 +1,103 @@
+package procfs
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+)
+
+// Process describes a process as ctprof shows it.
+type Process struct {
+	PID int
+	// Name is the kernel's name for it (comm).
+	Name string
+	// Cmdline is the command line with arguments separated by spaces.
+	Cmdline string
+	// UID and GID are the effective ids; NSPID is the pid inside the
+	// process's own pid namespace (the last NSpid entry).
+	UID, GID int
+	NSPID    int
+	Threads  int
+	// CPUsAllowed is the affinity list and CPUs the number of CPUs in it.
+	CPUsAllowed string
+	CPUs        int
+}
+
+// Process reads pid's status and cmdline.
+func (f FS) Process(pid int) (*Process, error) {
+	b, err := f.readFile(f.pidPath(pid, "status"))
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{PID: pid, NSPID: pid}
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		k, v, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
+			continue
+		}
+		v = bytes.TrimSpace(v)
+		switch string(k) {
+		case "Name":
+			p.Name = string(v)
+		case "Uid":
+			p.UID = nthField(v, 1)
+		case "Gid":
+			p.GID = nthField(v, 1)
+		case "NSpid":
+			if f := bytes.Fields(v); len(f) > 0 {
+				p.NSPID = int(atou(f[len(f)-1]))
+			}
+		case "Threads":
+			p.Threads = int(atou(v))
+		case "Cpus_allowed_list":
+			p.CPUsAllowed = string(v)
+			p.CPUs = CountCPUs(p.CPUsAllowed)
+		}
+	}
+	if c, err := f.readFile(f.pidPath(pid, "cmdline")); err == nil {
+		p.Cmdline = strings.TrimSpace(string(bytes.ReplaceAll(c, []byte{0}, []byte{' '})))
+	}
+	return p, nil
+}
+
+// nthField returns the n-th (0-based) whitespace-separated number of v.
+func nthField(v []byte, n int) int {
+	f := bytes.Fields(v)
+	if n >= len(f) {
+		return 0
+	}
+	return int(atou(f[n]))
+}
+
+// CountCPUs counts the CPUs in a kernel CPU list such as "0-3,8,10-11".
+func CountCPUs(list string) int {
+	n := 0
+	for _, part := range strings.Split(strings.TrimSpace(list), ",") {
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(lo)
+		if !isRange {
+			if err1 == nil {
+				n++
+			}
+			continue
+		}
+		b, err2 := strconv.Atoi(hi)
+		if err1 == nil && err2 == nil && b >= a {
+			n += b - a + 1
+		}
+	}
+	return n
+}
+
+// IsJVM reports whether pid runs a HotSpot or OpenJ9 JVM: its maps hold
+// libjvm.so (or libj9vm for OpenJ9). Unreadable maps say no.
+func (f FS) IsJVM(pid int) bool {
+	b, err := f.readFile(f.pidPath(pid, "maps"))
+	if err != nil {
+		return false
+	}
+	return bytes.Contains(b, []byte("/libjvm.so")) || bytes.Contains(b, []byte("/libj9vm"))
+}

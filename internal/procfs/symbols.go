@@ -1,0 +1,258 @@
+package procfs
+
+import (
+	"debug/elf"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Location names an address in a process: the binary it belongs to and the
+// symbol that covers it, or the anonymous mapping it lies in.
+type Location struct {
+	Address uint64
+	// Module is the binary's base name ("app", "libc.so.6"), or for memory
+	// that belongs to no file a description of the mapping ("[heap]",
+	// "anonymous rw-p 7f12a000-7f12c000").
+	Module string
+	// ModulePath is the binary's path as the target sees it; "" for
+	// anonymous memory.
+	ModulePath string
+	// Offset is the address relative to the module's load address (the ELF
+	// virtual address), or to the start of the anonymous mapping.
+	Offset uint64
+	// Symbol is the ELF symbol covering the address ("" when none) and
+	// SymbolOffset the address's distance from its start; SymbolSize is
+	// the symbol's size in bytes.
+	Symbol       string
+	SymbolOffset uint64
+	SymbolSize   uint64
+}
+
+// String renders "contended_mutex (app+0x4040)", "cond+0x8 (app+0x4088)",
+// "app+0x4040" or "[heap]+0x1a0".
+func (l Location) String() string {
+	where := l.Module + "+0x" + strconv.FormatUint(l.Offset, 16)
+	if l.Symbol == "" {
+		return where
+	}
+	sym := l.Symbol
+	if l.SymbolOffset != 0 {
+		sym += "+0x" + strconv.FormatUint(l.SymbolOffset, 16)
+	}
+	return sym + " (" + where + ")"
+}
+
+// Symbolizer resolves addresses of one process against its mappings and
+// the ELF symbol tables of its binaries. Symbol tables are loaded lazily,
+// once per binary, and resolved addresses are cached, so resolving the same
+// futex every tick costs a map lookup.
+type Symbolizer struct {
+	fs      FS
+	pid     int
+	maps    []Mapping
+	modules map[string]*elfModule // by path
+	cache   map[uint64]Location
+}
+
+// maxCachedLocations bounds the address cache; a process can wait on any
+// number of distinct heap addresses over hours.
+const maxCachedLocations = 8192
+
+// NewSymbolizer returns a symbolizer for pid; it reads the maps on first use.
+func (f FS) NewSymbolizer(pid int) *Symbolizer {
+	return &Symbolizer{fs: f, pid: pid, modules: map[string]*elfModule{}, cache: map[uint64]Location{}}
+}
+
+// Resolve names addr. An address that no mapping contains gets a Location
+// with only Address set. Errors mean the maps could not be read at all.
+func (s *Symbolizer) Resolve(addr uint64) (Location, error) {
+	if l, ok := s.cache[addr]; ok {
+		return l, nil
+	}
+	l, found, err := s.resolve(addr)
+	if err != nil {
+		return Location{Address: addr}, err
+	}
+	if !found {
+		// The mappings may have changed since they were read (a new
+		// library, a new arena): read them once more.
+		s.maps = nil
+		if l, found, err = s.resolve(addr); err != nil {
+			return Location{Address: addr}, err
+		}
+	}
+	if len(s.cache) >= maxCachedLocations {
+		clear(s.cache)
+	}
+	s.cache[addr] = l
+	return l, nil
+}
+
+func (s *Symbolizer) resolve(addr uint64) (Location, bool, error) {
+	if s.maps == nil {
+		m, err := s.fs.Maps(s.pid)
+		if err != nil {
+			return Location{}, false, err
+		}
+		s.maps = m
+	}
+	l := Location{Address: addr}
+	// A file's .bss continues past its last file-backed mapping into
+	// anonymous memory, so try the binaries' address ranges first.
+	for _, mod := range s.moduleRanges() {
+		if addr >= mod.start && addr < mod.end {
+			em := s.module(mod.path, mod.mapping)
+			l.Module, l.ModulePath = filepath.Base(strings.TrimSuffix(mod.path, " (deleted)")), mod.path
+			if em == nil || em.err != nil {
+				l.Offset = addr - mod.start
+				return l, true, nil
+			}
+			vaddr := addr - em.bias
+			l.Offset = vaddr
+			if sym, ok := em.lookup(vaddr); ok {
+				l.Symbol, l.SymbolOffset, l.SymbolSize = sym.name, vaddr-sym.value, sym.size
+			}
+			return l, true, nil
+		}
+	}
+	for _, m := range s.maps {
+		if addr >= m.Start && addr < m.End {
+			l.Offset = addr - m.Start
+			switch {
+			case m.Path != "":
+				l.Module = m.Path
+			default:
+				l.Module = fmt.Sprintf("anonymous %s %x-%x", m.Perms, m.Start, m.End)
+				l.Offset = addr - m.Start
+			}
+			return l, true, nil
+		}
+	}
+	return l, false, nil
+}
+
+type moduleRange struct {
+	path       string
+	start, end uint64
+	mapping    Mapping // the module's first file-backed mapping
+}
+
+// moduleRanges returns, per mapped binary, the span from its first mapping
+// to the end of its last mapping plus the anonymous mapping right after it
+// (where .bss lives).
+func (s *Symbolizer) moduleRanges() []moduleRange {
+	var out []moduleRange
+	idx := map[string]int{}
+	for i, m := range s.maps {
+		if !m.FileBacked() {
+			continue
+		}
+		end := m.End
+		if i+1 < len(s.maps) && s.maps[i+1].Path == "" && s.maps[i+1].Start == m.End {
+			end = s.maps[i+1].End
+		}
+		if j, ok := idx[m.Path]; ok {
+			if end > out[j].end {
+				out[j].end = end
+			}
+			continue
+		}
+		idx[m.Path] = len(out)
+		out = append(out, moduleRange{path: m.Path, start: m.Start, end: end, mapping: m})
+	}
+	return out
+}
+
+// elfModule is the part of a binary's ELF data the symbolizer needs.
+type elfModule struct {
+	err  error
+	bias uint64 // load address minus link-time virtual address
+	syms []elfSymbol
+}
+
+type elfSymbol struct {
+	value, size uint64
+	name        string
+}
+
+// lookup finds the symbol covering vaddr: the nearest symbols at or below
+// it are tried (a few, since aliases and labels share addresses).
+func (e *elfModule) lookup(vaddr uint64) (elfSymbol, bool) {
+	i := sort.Search(len(e.syms), func(i int) bool { return e.syms[i].value > vaddr }) - 1
+	for k := 0; i >= 0 && k < 8; i, k = i-1, k+1 {
+		sym := e.syms[i]
+		if vaddr == sym.value || vaddr > sym.value && vaddr-sym.value < sym.size {
+			return sym, true
+		}
+	}
+	return elfSymbol{}, false
+}
+
+// maxSymbols bounds one binary's table: a hostile or enormous binary must
+// not take the profiler's memory.
+const maxSymbols = 1 << 20
+
+// module loads the ELF data of path once; failures are remembered too.
+func (s *Symbolizer) module(path string, first Mapping) *elfModule {
+	if em, ok := s.modules[path]; ok {
+		return em
+	}
+	em := &elfModule{}
+	s.modules[path] = em
+	// Open the file as the target sees it (its mount namespace); a deleted
+	// file is still reachable through map_files.
+	file := s.fs.pidPath(s.pid, "root", strings.TrimSuffix(path, " (deleted)"))
+	if first.Deleted() {
+		file = s.fs.pidPath(s.pid, "map_files", fmt.Sprintf("%x-%x", first.Start, first.End))
+	}
+	f, err := elf.Open(file)
+	if err != nil {
+		em.err = err
+		return em
+	}
+	defer f.Close()
+	// The bias maps the ELF's virtual addresses to the process's: the
+	// first mapping maps file offset first.Offset, which the PT_LOAD
+	// segment containing it places at a known virtual address.
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD {
+			continue
+		}
+		pageOff := p.Off &^ 0xfff
+		if first.Offset >= pageOff && first.Offset < p.Off+p.Filesz {
+			em.bias = first.Start - (p.Vaddr - (p.Off - first.Offset))
+			break
+		}
+	}
+	add := func(syms []elf.Symbol) {
+		for _, sym := range syms {
+			if len(em.syms) >= maxSymbols {
+				return
+			}
+			typ := elf.ST_TYPE(sym.Info)
+			if sym.Value == 0 || sym.Name == "" || sym.Section == elf.SHN_UNDEF ||
+				typ != elf.STT_OBJECT && typ != elf.STT_FUNC && typ != elf.STT_NOTYPE {
+				continue
+			}
+			em.syms = append(em.syms, elfSymbol{value: sym.Value, size: sym.Size, name: sym.Name})
+		}
+	}
+	if syms, err := f.Symbols(); err == nil {
+		add(syms)
+	}
+	if syms, err := f.DynamicSymbols(); err == nil {
+		add(syms)
+	}
+	// Sized symbols first among equals, so lookup finds the object rather
+	// than a label at the same address.
+	sort.Slice(em.syms, func(i, j int) bool {
+		if em.syms[i].value != em.syms[j].value {
+			return em.syms[i].value < em.syms[j].value
+		}
+		return em.syms[i].size < em.syms[j].size
+	})
+	return em
+}

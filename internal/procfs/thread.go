@@ -1,0 +1,59 @@
+package procfs
+
+import "time"
+
+// Thread is one kernel thread of a process at one instant. Counters are
+// cumulative since the thread started.
+type Thread struct {
+	TID int
+	// StartTime (clock ticks since boot) tells a reused TID from the thread
+	// that had it before: a thread's identity is TID plus StartTime.
+	StartTime uint64
+	Name      string
+	// State is the kernel's one-letter state: R running, S sleeping,
+	// D uninterruptible, T stopped, Z zombie, I idle.
+	State     byte
+	UserCPU   time.Duration
+	SystemCPU time.Duration
+	// Voluntary switches: the thread blocked; involuntary: it was preempted
+	// while it could have run.
+	Voluntary   uint64
+	Involuntary uint64
+	// RunTime is time on CPU and RunQueueWait time runnable but waiting for
+	// a CPU (schedstat); Timeslices counts the times it was scheduled in.
+	RunTime      time.Duration
+	RunQueueWait time.Duration
+	Timeslices   uint64
+	// Processor is the CPU the thread last ran on.
+	Processor int
+	// Policy is the scheduling policy (SCHED_OTHER 0, FIFO 1, RR 2, BATCH 3,
+	// IDLE 5, DEADLINE 6); RTPriority its real-time priority; Nice its nice
+	// value.
+	Policy     int
+	RTPriority int
+	Nice       int
+	// CPUsAllowed is the affinity as the kernel lists it ("0-3,8").
+	CPUsAllowed string
+	// WChan is the kernel function a sleeping thread waits in ("" when
+	// running or unreadable).
+	WChan string
+	// Syscall is the system call number a blocked thread is in,
+	// SyscallRunning when it runs, SyscallNone when it is blocked outside a
+	// system call, SyscallUnknown when not read or unreadable. SyscallArgs
+	// are its first three arguments (for futex: address, operation, value).
+	Syscall     int
+	SyscallArgs [3]uint64
+}
+
+// Markers of Thread.Syscall.
+const (
+	SyscallRunning = -1
+	SyscallUnknown = -2
+	SyscallNone    = -3
+)
+
+// CPU is user plus system CPU time.
+func (t *Thread) CPU() time.Duration { return t.UserCPU + t.SystemCPU }
+
+// Sleeping reports whether the thread is blocked (interruptibly or not).
+func (t *Thread) Sleeping() bool { return t.State == 'S' || t.State == 'D' }

@@ -1,0 +1,207 @@
+// Package testnative compiles the C programs in testdata/c with the system's
+// cc and starts them, so tests can profile real native processes: real
+// pthreads, real futexes, real sockets.
+//
+// A missing compiler fails the test with a message naming what to install;
+// it never skips. Every process started here is killed by its pid when the
+// test ends, and every wait is a bounded poll on an observable condition.
+package testnative
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sourceDir locates testdata/c by walking up to the module root.
+func sourceDir() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("cannot locate testnative's source")
+	}
+	for d := filepath.Dir(file); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, "testdata", "c"), nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("go.mod not found above %s", file)
+		}
+	}
+}
+
+var compileMu sync.Mutex
+
+// Build compiles testdata/c/<name>.c (cached under the temp dir by a hash
+// of the source, shared by test binaries) and returns the executable's path.
+func Build(t testing.TB, name string) string {
+	t.Helper()
+	dir, err := sourceDir()
+	if err != nil {
+		t.Fatalf("testnative: %v", err)
+	}
+	src := filepath.Join(dir, name+".c")
+	code, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatalf("testnative: %v", err)
+	}
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Fatalf("testnative: no C compiler (cc) on PATH: install Debian's gcc (make test does) — %v", err)
+	}
+	sum := sha256.Sum256(code)
+	// The binary keeps the program's name (the kernel's comm and the
+	// symbolizer's module name are taken from it); the hash names the dir.
+	dir = filepath.Join(os.TempDir(), "ctprof-testnative-"+hex.EncodeToString(sum[:])[:16])
+	out := filepath.Join(dir, name)
+	compileMu.Lock()
+	defer compileMu.Unlock()
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	// World-readable so a test can run the program as another user.
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("testnative: %v", err)
+	}
+	tmp := out + fmt.Sprintf(".tmp%d", os.Getpid())
+	// -g keeps the symbol table the futex symbolizer reads, as an
+	// unstripped development build would.
+	cmd := exec.Command(cc, "-O1", "-g", "-Wall", "-pthread", "-o", tmp, src)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("testnative: %s: %v\n%s", strings.Join(cmd.Args, " "), err, b)
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		t.Fatalf("testnative: %v", err)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		t.Fatalf("testnative: %v", err)
+	}
+	return out
+}
+
+// Process is a running test program.
+type Process struct {
+	PID  int
+	Name string
+
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  bytes.Buffer
+	done chan struct{}
+	err  error
+	once sync.Once
+}
+
+// Options adjust how a program starts.
+type Options struct {
+	// Credential runs the program as another user (the test must be root).
+	Credential *syscall.Credential
+	// Dir is the working directory; a fresh temp dir when empty.
+	Dir string
+}
+
+// Start builds and starts testdata/c/<name>.c with args, waits for its
+// READY line and registers a cleanup that kills it by pid.
+func Start(t testing.TB, name string, args ...string) *Process {
+	t.Helper()
+	return StartWith(t, Options{}, name, args...)
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, o Options, name string, args ...string) *Process {
+	t.Helper()
+	bin := Build(t, name)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = o.Dir
+	if cmd.Dir == "" {
+		cmd.Dir = t.TempDir()
+	}
+	// The kernel kills the child if the test binary dies without cleanups.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: o.Credential}
+	p := &Process{Name: name, cmd: cmd, done: make(chan struct{})}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatalf("testnative: %v", err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("testnative: start %s: %v", bin, err)
+	}
+	p.PID = cmd.Process.Pid
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.out.Write(sc.Bytes())
+			p.out.WriteByte('\n')
+			p.mu.Unlock()
+		}
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(p.Stop)
+	p.WaitOutput(t, 30*time.Second, "READY")
+	return p
+}
+
+// Output is what the program printed so far.
+func (p *Process) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// WaitOutput polls until the output holds a line equal to line, failing
+// the test after timeout or when the program exits first.
+func (p *Process) WaitOutput(t testing.TB, timeout time.Duration, line string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, l := range strings.Split(p.Output(), "\n") {
+			if l == line {
+				return
+			}
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("testnative: %s exited (%v) before printing %q; output:\n%s", p.Name, p.err, line, p.Output())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testnative: %s did not print %q within %s; output:\n%s", p.Name, line, timeout, p.Output())
+		}
+	}
+}
+
+// Value returns the rest of the first output line starting with key+" ",
+// e.g. Value("PORT") for "PORT 41234".
+func (p *Process) Value(key string) string {
+	for _, l := range strings.Split(p.Output(), "\n") {
+		if v, ok := strings.CutPrefix(l, key+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Done is closed when the program has exited and been reaped.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Stop kills the program by its pid (it is our child, so the pid cannot
+// have been reused before we reap it) and reaps it. Idempotent.
+func (p *Process) Stop() {
+	p.once.Do(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+}
