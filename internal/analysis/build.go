@@ -1,16 +1,21 @@
 package analysis
 
 import (
+	"math"
 	"sort"
 	"strings"
 
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
-// Summary computes the summary of everything added so far.
+// Summary computes the summary of everything added so far. It may be
+// called at any time, also while snapshots are being added.
 func (a *Aggregator) Summary() *Summary {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	s := &Summary{
 		Schema:       SchemaVersion,
+		Samples:      a.snapshots,
 		Dumps:        a.dumps,
 		States:       map[string]int{},
 		Locks:        []LockSummary{},
@@ -21,78 +26,32 @@ func (a *Aggregator) Summary() *Summary {
 		StuckThreads: []StuckThread{},
 		Findings:     []Finding{},
 		Warnings:     append([]string{}, a.warnings...),
+		Errors:       a.errors,
 	}
-	if !a.first.IsZero() {
-		f, l := a.first, a.lastT
+	if !a.firstDumpT.IsZero() {
+		f, l := a.firstDumpT, a.lastDumpT
 		s.FirstDump, s.LastDump = &f, &l
 	}
-	if d := a.last; d != nil {
+	if d := a.lastDump; d != nil {
 		s.Threads = len(d.Threads)
 		s.VM = d.VM
 		for i := range d.Threads {
 			s.States[stateName(d.Threads[i].State)]++
 		}
-		s.Pools = pools(d)
+		s.Pools = dumpPools(d)
 		s.StackGroups = stackGroups(d)
 	}
 	s.Locks = a.lockSummaries()
 	s.Deadlocks = a.deadlockSummaries()
 	s.ThreadCPU = a.threadCPU()
 	s.StuckThreads = a.stuckThreads()
-	s.Samples = a.snapshots
+	s.Serialization = a.serialization()
 	a.liveSummary(s)
+	a.costSummary(s)
+	a.jvmSummary(s)
+	s.Timelines = a.timelineSummaries()
 	s.Findings = findings(s)
 	return s
-}
-
-func (a *Aggregator) lockSummaries() []LockSummary {
-	out := []LockSummary{}
-	for _, la := range a.locks {
-		ls := LockSummary{
-			ID:   lockKey(la.ref.Kind, la.ref.Class, la.ref.Address),
-			Kind: la.ref.Kind, Class: la.ref.Class, Address: la.ref.Address,
-			Owner: la.owner, OwnerFrame: la.ownerFrame, OwnerLockFrame: la.ownerLockFrame,
-			Waiters:       la.peak,
-			WaiterThreads: append([]string{}, la.waiterNames...),
-		}
-		if a.dumps > 0 {
-			ls.AvgWaiters = round3(float64(la.waiterSum) / float64(a.dumps))
-			ls.BlockedShare = round3(float64(la.dumpsBlocked) / float64(a.dumps))
-		}
-		if f := mostCommon(la.waitFrames); f != "" {
-			ls.WaitFrame = strPtr(f)
-		}
-		out = append(out, ls)
-	}
-	sortLocks(out)
-	return out
-}
-
-// sortLocks orders locks by peak waiters, then average, class and address.
-func sortLocks(out []LockSummary) {
-	sort.Slice(out, func(i, j int) bool {
-		x, y := out[i], out[j]
-		if x.Waiters != y.Waiters {
-			return x.Waiters > y.Waiters
-		}
-		if x.AvgWaiters != y.AvgWaiters {
-			return x.AvgWaiters > y.AvgWaiters
-		}
-		if x.Class != y.Class {
-			return x.Class < y.Class
-		}
-		return x.Address < y.Address
-	})
-}
-
-func mostCommon(m map[string]int) string {
-	best, n := "", 0
-	for k, v := range m {
-		if v > n || v == n && k < best {
-			best, n = k, v
-		}
-	}
-	return best
 }
 
 func (a *Aggregator) deadlockSummaries() []DeadlockSummary {
@@ -113,28 +72,7 @@ func (a *Aggregator) deadlockSummaries() []DeadlockSummary {
 	return out
 }
 
-// PoolName normalises a thread name to its pool: every run of digits
-// becomes N, so "pool-3-thread-17" belongs to "pool-N-thread-N".
-func PoolName(name string) string {
-	var b strings.Builder
-	b.Grow(len(name))
-	inDigits := false
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c >= '0' && c <= '9' {
-			if !inDigits {
-				b.WriteByte('N')
-			}
-			inDigits = true
-			continue
-		}
-		inDigits = false
-		b.WriteByte(c)
-	}
-	return b.String()
-}
-
-func pools(d *threaddump.Dump) []PoolSummary {
+func dumpPools(d *threaddump.Dump) []PoolSummary {
 	by := map[string]*PoolSummary{}
 	for i := range d.Threads {
 		t := &d.Threads[i]
@@ -151,12 +89,7 @@ func pools(d *threaddump.Dump) []PoolSummary {
 	for _, p := range by {
 		out = append(out, *p)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Threads != out[j].Threads {
-			return out[i].Threads > out[j].Threads
-		}
-		return out[i].Name < out[j].Name
-	})
+	sortPools(out)
 	return out
 }
 
@@ -205,12 +138,14 @@ func stackGroups(d *threaddump.Dump) []StackGroup {
 // maxThreadCPU bounds the busiest-threads table.
 const maxThreadCPU = 20
 
+// threadCPU is the busiest-threads table of a dump series (cpu= deltas);
+// live runs replace it with the /proc view.
 func (a *Aggregator) threadCPU() []ThreadCPU {
 	out := []ThreadCPU{}
 	if a.dumps < 2 {
 		return out
 	}
-	for k, ta := range a.threads {
+	for k, ta := range a.jthreads {
 		if ta.seen < 2 || !ta.hasCPU {
 			continue
 		}
@@ -260,7 +195,7 @@ func (a *Aggregator) stuckThreads() []StuckThread {
 	if a.dumps < 2 {
 		return out
 	}
-	for k, ta := range a.threads {
+	for k, ta := range a.jthreads {
 		if ta.seen != a.dumps || !ta.sameStack || ta.topFrame == "" {
 			continue
 		}
@@ -281,5 +216,142 @@ func (a *Aggregator) stuckThreads() []StuckThread {
 	return out
 }
 
-func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
-func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+// serialization reports, for each contended lock, the pool its waiters
+// come from and how many of that pool's threads run against how many queue.
+func (a *Aggregator) serialization() []Serialization {
+	var out []Serialization
+	for _, la := range a.locks {
+		for pool, acc := range la.ser {
+			if acc.samples == 0 {
+				continue
+			}
+			n := float64(acc.samples)
+			out = append(out, Serialization{
+				LockID: la.id, Pool: pool, Samples: acc.samples,
+				Threads: round1(float64(acc.threads) / n), Running: round1(float64(acc.running) / n), Queueing: round1(float64(acc.queueing) / n),
+			})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Queueing != out[j].Queueing {
+			return out[i].Queueing > out[j].Queueing
+		}
+		if out[i].LockID != out[j].LockID {
+			return out[i].LockID < out[j].LockID
+		}
+		return out[i].Pool < out[j].Pool
+	})
+	if len(out) > 20 {
+		out = out[:20]
+	}
+	return out
+}
+
+func (a *Aggregator) costSummary(s *Summary) {
+	c := a.cost
+	if c.samples == 0 && c.dumps == 0 {
+		return
+	}
+	sc := &SampleCost{PeakSeconds: round6(c.peak.Seconds()), Dumps: c.dumps, DumpSeconds: round6(c.dumpWall.Seconds())}
+	if c.samples > 0 {
+		sc.AvgSeconds = round6(c.sum.Seconds() / float64(c.samples))
+	}
+	if len(c.dumpMethods) > 0 {
+		sc.DumpMethods = map[string]int{}
+		for k, v := range c.dumpMethods {
+			sc.DumpMethods[k] = v
+		}
+	}
+	if c.pauseKnown {
+		p := round6(c.pause.Seconds())
+		sc.TargetPauseSeconds = &p
+		if w := a.last.Sub(a.first).Seconds(); w > 0 {
+			share := round6(c.pause.Seconds() / w)
+			sc.TargetPauseShare = &share
+		}
+	}
+	s.SampleCost = sc
+}
+
+func (a *Aggregator) jvmSummary(s *Summary) {
+	l := a.jvmLast
+	if l == nil {
+		return
+	}
+	j := &JVMSummary{
+		LiveThreads: l.LiveThreads, DaemonThreads: l.DaemonThreads, PeakThreads: l.PeakThreads, StartedThreads: l.StartedThreads,
+		ThreadsStartedInRun: l.StartedThreads - a.jvmFirst.StartedThreads,
+		Safepoints:          l.Safepoints, SafepointSeconds: round6(l.SafepointTime.Seconds()), GCSeconds: round6(l.GCTime.Seconds()),
+	}
+	if len(l.Sync) > 0 {
+		j.Sync = map[string]int64{}
+		for k, v := range l.Sync {
+			j.Sync[k] = v
+		}
+	}
+	s.JVM = j
+}
+
+// timelineInfo gives each timeline's title and unit, in display order.
+var timelineInfo = []struct{ id, title, unit string }{
+	{"threads_by_state", "Threads by OS state", "threads"},
+	{"java_threads_by_state", "Java threads by state", "threads"},
+	{"lock_waiters", "Threads queued on the hottest locks", "threads"},
+	{"context_switches", "Context switches", "per second"},
+	{"connections_threads", "Connections and threads", "count"},
+	{"cpu", "CPU use against CPUs allowed", "CPUs"},
+	{"run_queue_wait", "Waiting for a CPU", "threads"},
+}
+
+// maxLockTimelines bounds the lock_waiters timeline to the hottest locks.
+const maxLockTimelines = 5
+
+func (a *Aggregator) timelineSummaries() []Timeline {
+	var out []Timeline
+	for _, ti := range timelineInfo {
+		var series []Series
+		if ti.id == "lock_waiters" {
+			series = a.lockSeries()
+		} else if ts := a.timelines[ti.id]; ts != nil {
+			series = ts.series()
+		}
+		longest := 0
+		for _, sr := range series {
+			longest = max(longest, len(sr.Points))
+		}
+		if longest < 2 {
+			continue
+		}
+		out = append(out, Timeline{ID: ti.id, Title: ti.title, Unit: ti.unit, Series: series})
+	}
+	return out
+}
+
+func (a *Aggregator) lockSeries() []Series {
+	locks := make([]*lockAgg, 0, len(a.locks))
+	for _, la := range a.locks {
+		locks = append(locks, la)
+	}
+	sort.Slice(locks, func(i, j int) bool {
+		if locks[i].waiterSum != locks[j].waiterSum {
+			return locks[i].waiterSum > locks[j].waiterSum
+		}
+		return locks[i].id < locks[j].id
+	})
+	var out []Series
+	for i, la := range locks {
+		if i == maxLockTimelines {
+			break
+		}
+		name := la.kind + " " + shortClass(la.class)
+		if la.symbol != nil {
+			name = "futex " + *la.symbol
+		}
+		out = append(out, Series{Name: name, Points: la.waiters.snapshot()})
+	}
+	return out
+}
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+func round1(f float64) float64 { return math.Round(f*10) / 10 }
+func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }

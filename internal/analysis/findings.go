@@ -8,9 +8,13 @@ import (
 
 // Stable finding kinds (docs/json.md).
 const (
-	FindingDeadlock    = "deadlock"
-	FindingLockHotspot = "lock-hotspot"
-	FindingStuck       = "stuck-thread"
+	FindingDeadlock            = "deadlock"
+	FindingLockHotspot         = "lock-hotspot"
+	FindingSerialization       = "serialization"
+	FindingThreadPerConnection = "thread-per-connection"
+	FindingWakeupStorm         = "wakeup-storm"
+	FindingCPUSaturation       = "cpu-saturation"
+	FindingStuck               = "stuck-thread"
 )
 
 // Severities.
@@ -56,6 +60,7 @@ func findings(s *Summary) []Finding {
 			out = append(out, futexFinding(l, s.Samples))
 			continue
 		}
+		series := s.Dumps > 1
 		sev := SeverityWarning
 		if l.Waiters >= 5 || l.AvgWaiters >= 4 {
 			sev = SeverityCritical
@@ -71,8 +76,12 @@ func findings(s *Summary) []Finding {
 		if l.WaitFrame != nil {
 			where = " at " + *l.WaitFrame
 		}
-		what := fmt.Sprintf("%d threads", l.Waiters)
-		if s.Dumps > 1 {
+		what, verb := plural(l.Waiters, "thread"), "queue"
+		if l.Waiters == 1 {
+			verb = "queues"
+		}
+		if series {
+			verb = "queue"
 			what = fmt.Sprintf("up to %d threads (%.1f on average, blocked in %.0f%% of dumps)", l.Waiters, l.AvgWaiters, 100*l.BlockedShare)
 		}
 		ev := []string{fmt.Sprintf("%s %s %s", l.Kind, l.Class, l.Address)}
@@ -82,6 +91,9 @@ func findings(s *Summary) []Finding {
 		if len(l.WaiterThreads) > 0 {
 			ev = append(ev, "waiters: "+quoteList(l.WaiterThreads))
 		}
+		if series {
+			ev = append(ev, lockSeriesEvidence(l)...)
+		}
 		next := "Shorten the critical section, split the lock, or replace it with a concurrent structure; look at what the owner does while holding it."
 		if l.Owner == nil && l.Kind == "synchronizer" {
 			next = "Take the dump with `jcmd <pid> Thread.print -l` to see which thread owns this lock; then shorten or split its critical section."
@@ -89,7 +101,7 @@ func findings(s *Summary) []Finding {
 		out = append(out, Finding{
 			Kind:     FindingLockHotspot,
 			Severity: sev,
-			Summary:  fmt.Sprintf("%s queue on %s %s%s, held by %s.", capitalize(what), l.Kind, shortClass(l.Class), where, owner),
+			Summary:  fmt.Sprintf("%s %s on %s %s%s, held by %s.", capitalize(what), verb, l.Kind, shortClass(l.Class), where, owner),
 			Evidence: ev,
 			NextStep: next,
 			impact:   1e6 + float64(l.Waiters)*1000 + l.AvgWaiters,
@@ -135,8 +147,200 @@ func findings(s *Summary) []Finding {
 			impact:   map[string]float64{SeverityWarning: 1e3, SeverityInfo: 1}[sev] + float64(len(g.names)),
 		})
 	}
+	out = append(out, serializationFindings(s)...)
+	out = append(out, connectionFindings(s)...)
+	out = append(out, wakeupFindings(s)...)
+	out = append(out, saturationFindings(s)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].impact > out[j].impact })
 	return out
+}
+
+// lockSeriesEvidence says, for a series, how long threads queued and what
+// the owner ran while they did.
+func lockSeriesEvidence(l LockSummary) []string {
+	var ev []string
+	if l.BlockedThreadSeconds > 0 {
+		ev = append(ev, fmt.Sprintf("threads spent %.1f s queued on it in all", l.BlockedThreadSeconds))
+	}
+	if len(l.Addresses) > 1 {
+		ev = append(ev, fmt.Sprintf("seen at %d addresses (the GC moved it): %s", len(l.Addresses), strings.Join(l.Addresses, ", ")))
+	}
+	if len(l.OwnerFrames) > 0 {
+		var parts []string
+		for _, f := range l.OwnerFrames {
+			parts = append(parts, fmt.Sprintf("%s (%d)", f.Frame, f.Samples))
+		}
+		ev = append(ev, "owner ran, by samples: "+strings.Join(parts, "; "))
+	}
+	return ev
+}
+
+// lockName names a lock in a sentence: "monitor SyncSingleton", "futex
+// contended_mutex (app+0x4040)".
+func lockName(l LockSummary) string {
+	if l.Kind == "futex" {
+		if l.Symbol != nil {
+			return "futex " + *l.Symbol
+		}
+		return "futex " + l.Address
+	}
+	return l.Kind + " " + shortClass(l.Class)
+}
+
+func serializationFindings(s *Summary) []Finding {
+	byID := map[string]LockSummary{}
+	for _, l := range s.Locks {
+		byID[l.ID] = l
+	}
+	var out []Finding
+	for _, sr := range s.Serialization {
+		// A lock serializes a pool when about one of its threads runs while
+		// several queue for the lock. With none running the pool is stalled,
+		// not serialized: the lock hotspot finding covers that.
+		if sr.Queueing < 2 || sr.Running < 0.5 || sr.Running > 1.5 {
+			continue
+		}
+		l, ok := byID[sr.LockID]
+		if !ok {
+			continue
+		}
+		sev := SeverityWarning
+		if sr.Queueing >= 5 {
+			sev = SeverityCritical
+		}
+		where := ""
+		if l.WaitFrame != nil {
+			where = " at " + *l.WaitFrame
+		}
+		avg := "on average"
+		if sr.Samples == 1 {
+			avg = "in the one sample"
+		}
+		sum := fmt.Sprintf("%s serializes pool %q: of its %.0f threads, %.1f run %s while %.1f queue for it%s.",
+			capitalize(lockName(l)), sr.Pool, sr.Threads, sr.Running, avg, sr.Queueing, where)
+		ev := []string{fmt.Sprintf("over %s", plural(sr.Samples, "sample"))}
+		if u := s.CPUUse; u != nil {
+			ev = append(ev, fmt.Sprintf("the process uses %.2f of its %d CPUs (%.0f %%)", u.CoresUsed, u.CPUsAllowed, 100*u.ShareOfAllowed))
+		}
+		if l.OwnerLockFrame != nil {
+			ev = append(ev, "the owner holds it from "+*l.OwnerLockFrame)
+		}
+		out = append(out, Finding{
+			Kind:     FindingSerialization,
+			Severity: sev,
+			Summary:  sum,
+			Evidence: ev,
+			NextStep: "Adding threads or CPUs will not help while this lock is held this long: make the critical section smaller, stripe the lock, or give each thread its own copy of the state.",
+			impact:   1e6 - 1 + sr.Queueing*1000,
+		})
+	}
+	return out
+}
+
+func connectionFindings(s *Summary) []Finding {
+	t := s.ThreadsPerConnection
+	if t == nil || s.Connections == nil {
+		return nil
+	}
+	per := t.Ratio
+	var sum string
+	var ev []string
+	switch {
+	case t.Slope != nil && *t.R2 >= 0.8 && *t.Slope >= 1:
+		per = *t.Slope
+		if len(t.GrowingPools) > 0 {
+			g := t.GrowingPools[0]
+			sum = fmt.Sprintf("%.1f threads per connection: pool %q grows with connections (%.1f per connection, R² %.2f).", per, g.Pool, g.Slope, g.R2)
+		} else {
+			sum = fmt.Sprintf("%.1f threads per connection: the thread count grows with connections (R² %.2f).", per, *t.R2)
+		}
+		ev = append(ev, fmt.Sprintf("connections went from %d to %d during the run", t.MinConnections, t.MaxConnections))
+		for _, g := range t.GrowingPools {
+			ev = append(ev, fmt.Sprintf("pool %q: %.2f threads per connection (R² %.2f)", g.Pool, g.Slope, g.R2))
+		}
+	case s.Connections.Established >= 2 && t.Ratio >= 2:
+		sum = fmt.Sprintf("%.1f threads per connection: %d threads for %d established connections.", t.Ratio, s.Threads, s.Connections.Established)
+		ev = append(ev, "the connection count did not change during the run, so this is the plain ratio")
+	default:
+		return nil
+	}
+	if per < 2 {
+		return nil
+	}
+	sev := SeverityInfo
+	if per >= 5 {
+		sev = SeverityWarning
+	}
+	return []Finding{{
+		Kind:     FindingThreadPerConnection,
+		Severity: sev,
+		Summary:  sum,
+		Evidence: ev,
+		NextStep: "Threads that grow with users stop scaling long before the CPUs do: serve connections from a fixed pool or an event loop, and let idle connections hold no thread.",
+		impact:   5e5 + per,
+	}}
+}
+
+func wakeupFindings(s *Summary) []Finding {
+	var out []Finding
+	for _, w := range s.Wakeups {
+		if w.PerSecond < 100 && w.HostShare < 0.1 {
+			continue
+		}
+		sev := SeverityInfo
+		if w.PerSecond >= 1000 || w.HostShare >= 0.25 {
+			sev = SeverityWarning
+		}
+		who := fmt.Sprintf("%d threads of pool %q wake", w.Threads, w.Pool)
+		if w.Threads == 1 {
+			who = fmt.Sprintf("Thread %q wakes", w.Pool)
+		}
+		share := ""
+		if w.HostShare > 0 {
+			share = fmt.Sprintf(", %.0f %% of the host's context switches", 100*w.HostShare)
+		}
+		out = append(out, Finding{
+			Kind:     FindingWakeupStorm,
+			Severity: sev,
+			Summary: fmt.Sprintf("%s every %.0f ms to do almost nothing (%.2f %% CPU each): %.0f wake-ups per second%s.",
+				who, w.PeriodMillis, w.CPUPercentPerThread, w.PerSecond, share),
+			Evidence: []string{fmt.Sprintf("median period %.1f ms, estimated from voluntary context switches of threads sleeping in timed waits", w.PeriodMillis)},
+			NextStep: "Replace polling with blocking on an event (a condition, a queue, epoll), or let one thread poll for all of them; each wake-up costs two context switches and a trip through the scheduler.",
+			impact:   4e5 + w.PerSecond,
+		})
+	}
+	return out
+}
+
+func saturationFindings(s *Summary) []Finding {
+	sc := s.Scheduling
+	if sc == nil {
+		return nil
+	}
+	// Saturation means threads of this process queue for CPUs in earnest:
+	// a large share of a tiny runnable time is noise.
+	over := sc.CPUs > 0 && sc.RunnableAvg > float64(sc.CPUs)
+	if sc.WaitingForCPUAvg < 0.05 || sc.RunQueueWaitShare < 0.2 && !over {
+		return nil
+	}
+	sev := SeverityWarning
+	if sc.RunQueueWaitShare >= 0.5 {
+		sev = SeverityCritical
+	}
+	ev := []string{fmt.Sprintf("on average %.2f of its threads wait in a run queue; the host's load average is %.2f", sc.WaitingForCPUAvg, sc.HostLoad1)}
+	for _, t := range sc.Suffering {
+		ev = append(ev, fmt.Sprintf("%q (tid %d) waited %.0f %% of its runnable time; %s, nice %d, rt priority %d, CPUs %s",
+			t.Thread, t.TID, 100*t.RunQueueWaitShare, t.Policy, t.Nice, t.RTPriority, t.CPUsAllowed))
+	}
+	return []Finding{{
+		Kind:     FindingCPUSaturation,
+		Severity: sev,
+		Summary: fmt.Sprintf("Threads wait for a CPU %.0f %% of their runnable time: %.1f threads runnable on average for %d CPUs, %.1f involuntary switches per thread per second.",
+			100*sc.RunQueueWaitShare, sc.RunnableAvg, sc.CPUs, sc.InvoluntaryPerThreadPerSecond),
+		Evidence: ev,
+		NextStep: "Run fewer runnable threads than CPUs (smaller pools, no polling), check the affinity the process was given, and consider a fixed-priority scheduling class (chrt) for latency-critical threads: it cuts involuntary switches.",
+		impact:   3e5 + 100*sc.RunQueueWaitShare,
+	}}
 }
 
 func quoteList(names []string) string {
@@ -157,6 +361,14 @@ func shortClass(c string) string {
 		return c[i+1:]
 	}
 	return c
+}
+
+// plural renders "1 sample", "3 samples".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func capitalize(s string) string {
@@ -180,6 +392,9 @@ func futexFinding(l LockSummary, samples int) Finding {
 	ev := []string{fmt.Sprintf("futex address %s, %.2f waiters on average over %d samples", l.Address, l.AvgWaiters, samples)}
 	if len(l.WaiterThreads) > 0 {
 		ev = append(ev, "waiters: "+strings.Join(l.WaiterThreads, ", "))
+	}
+	if l.BlockedThreadSeconds > 0 {
+		ev = append(ev, fmt.Sprintf("threads spent %.1f s queued on it in all", l.BlockedThreadSeconds))
 	}
 	if l.FutexKind == "unknown" {
 		ev = append(ev, "ctprof could not tell a lock from a condition at this address; treat it as contention")

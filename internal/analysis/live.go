@@ -2,42 +2,48 @@ package analysis
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
-// live holds what the Aggregator learns from /proc samples of a running
+// osAgg holds what the Aggregator learns from /proc samples of a running
 // process (as opposed to thread dumps).
-type live struct {
-	samples   int
-	first     time.Time
-	last      time.Time
-	target    sample.Target
-	hasTarget bool
+type osAgg struct {
+	samples     int
+	first, last time.Time
 
 	threads map[osKey]*osThreadAgg
-	// exited accumulates the run's deltas of threads that are gone, so
+	// exited accumulates the run's counters of threads that are gone, so
 	// process totals never go down when threads exit.
 	exited counters
-	// lastThreads is the number of threads in the latest sample.
+	// prevTotal is the process total at the previous sample, for rates.
+	prevTotal counters
+	prevT     time.Time
+
 	lastThreads int
 	osStates    map[string]int
+	// runnableSum adds up the threads in state R over the samples.
+	runnableSum int
 
-	hostFirst, hostLast *sample.Host
-	hostFirstT          time.Time
-	hostLastT           time.Time
+	hostFirst, hostLast   *sample.Host
+	hostFirstT, hostLastT time.Time
+	prevHost              *sample.Host
 
-	futex map[uint64]*futexAgg
+	conds map[uint64]*condAgg
 
 	conns *sample.Connections
 
-	missing  map[string]bool
-	costSum  time.Duration
-	costPeak time.Duration
+	// javaNames remembers the Java thread behind each OS thread from the
+	// latest dump, so /proc samples between dumps carry Java names too.
+	java map[int]javaInfo
+}
+
+type javaInfo struct {
+	name  string
+	state threaddump.State
 }
 
 // osKey identifies an OS thread across samples: tids are reused, start
@@ -47,6 +53,7 @@ type osKey struct {
 	start uint64
 }
 
+// counters are the cumulative per-thread counters ctprof follows.
 type counters struct {
 	cpu          time.Duration
 	voluntary    uint64
@@ -69,107 +76,202 @@ func (c counters) add(o counters) counters {
 	}
 }
 
+// countersOf reads a thread's counters. CPU comes from schedstat's run time
+// (nanoseconds) when the kernel has it, from stat's clock ticks otherwise.
+func countersOf(t *sample.OSThread) counters {
+	cpu := t.RunTime
+	if cpu == 0 {
+		cpu = t.CPU()
+	}
+	return counters{cpu: cpu, voluntary: t.Voluntary, involuntary: t.Involuntary, runQueueWait: t.RunQueueWait, runTime: t.RunTime}
+}
+
 type osThreadAgg struct {
-	name         string
-	first, last  counters
+	name string
+	// base is the thread's counters when the run first saw it: its
+	// counters at the run's start, or zero for a thread born during the
+	// run (everything it did happened while ctprof watched).
+	base, last   counters
 	firstT, lstT time.Time
 	policy       int
 	rtPriority   int
 	nice         int
 	cpusAllowed  string
+	processor    int
 	state        byte
+	javaState    threaddump.State
 	seenAt       int // sample number of the last sighting
+	seen         int
+	// timedWaits counts the samples in which the thread slept in a call
+	// that ends by itself (sleep, timed futex or poll wait).
+	timedWaits int
+	sleeping   int
 }
 
-type futexAgg struct {
-	fw           sample.FutexWait
-	samples      int
-	waiterSum    int
-	peak         int
-	peakWaitTIDs []int
+type condAgg struct {
+	fw        sample.FutexWait
+	samples   int
+	waiterSum int
+	peak      int
 }
 
-func newLive() *live {
-	return &live{threads: map[osKey]*osThreadAgg{}, futex: map[uint64]*futexAgg{}, missing: map[string]bool{}, osStates: map[string]int{}}
+func newOSAgg() *osAgg {
+	return &osAgg{threads: map[osKey]*osThreadAgg{}, conds: map[uint64]*condAgg{}, osStates: map[string]int{}, java: map[int]javaInfo{}}
 }
 
-func countersOf(t *sample.OSThread) counters {
-	return counters{cpu: t.CPU(), voluntary: t.Voluntary, involuntary: t.Involuntary, runQueueWait: t.RunQueueWait, runTime: t.RunTime}
+// maxConditions bounds the condition-wait table.
+const maxConditions = 200
+
+func (o *osAgg) addCondition(fw sample.FutexWait) {
+	c := o.conds[fw.Address]
+	if c == nil {
+		if len(o.conds) >= maxConditions {
+			return
+		}
+		c = &condAgg{fw: fw}
+		o.conds[fw.Address] = c
+	}
+	if fw.Location.Module != "" {
+		c.fw.Location = fw.Location
+	}
+	c.samples++
+	c.waiterSum += len(fw.TIDs)
+	c.peak = max(c.peak, len(fw.TIDs))
+}
+
+// total is the process's counters over the run: live threads since they
+// were first seen plus everything the exited ones did.
+func (o *osAgg) total() counters {
+	t := o.exited
+	for _, ta := range o.threads {
+		t = t.add(ta.last.sub(ta.base))
+	}
+	return t
+}
+
+// name is the thread's Java name when a dump named it, its OS name
+// otherwise.
+func (o *osAgg) name(tid int, comm string) string {
+	if j, ok := o.java[tid]; ok && j.name != "" {
+		return j.name
+	}
+	return comm
 }
 
 // addLive feeds the /proc part of a snapshot.
-func (a *Aggregator) addLive(s *sample.Snapshot) {
-	l := a.live
-	l.samples++
-	n := l.samples
-	if l.first.IsZero() {
-		l.first = s.Time
+func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick) {
+	o := a.os
+	o.samples++
+	n := o.samples
+	if o.first.IsZero() {
+		o.first = s.Time
 	}
-	l.last = s.Time
-	if s.Target.PID != 0 {
-		l.target, l.hasTarget = s.Target, true
+	o.last = s.Time
+	if tick.dump != nil {
+		// A new dump: refresh the tid → Java thread map.
+		clear(o.java)
+		for tid, jt := range tick.byTID {
+			o.java[tid] = javaInfo{name: jt.Name, state: jt.State}
+		}
 	}
-	l.costSum += s.Cost
-	if s.Cost > l.costPeak {
-		l.costPeak = s.Cost
-	}
-	for _, m := range s.Missing {
-		l.missing[m] = true
-	}
-	l.lastThreads = len(s.Threads)
-	l.osStates = map[string]int{}
+	o.lastThreads = len(s.Threads)
+	o.osStates = map[string]int{}
+	running := 0
 	for i := range s.Threads {
 		t := &s.Threads[i]
-		l.osStates[osStateName(t.State)]++
+		o.osStates[osStateName(t.State)]++
+		if t.State == 'R' {
+			running++
+		}
 		k := osKey{t.TID, t.StartTime}
 		c := countersOf(t)
-		ta := l.threads[k]
+		ta := o.threads[k]
 		if ta == nil {
-			ta = &osThreadAgg{first: c, firstT: s.Time}
-			l.threads[k] = ta
+			ta = &osThreadAgg{firstT: s.Time}
+			if n == 1 {
+				ta.base = c // it ran before the run started
+			}
+			o.threads[k] = ta
 		}
-		ta.name, ta.last, ta.lstT, ta.seenAt = t.Name, c, s.Time, n
-		ta.policy, ta.rtPriority, ta.nice, ta.cpusAllowed, ta.state = t.Policy, t.RTPriority, t.Nice, t.CPUsAllowed, t.State
+		ta.name = o.name(t.TID, t.Name)
+		ta.last, ta.lstT, ta.seenAt = c, s.Time, n
+		ta.seen++
+		ta.policy, ta.rtPriority, ta.nice, ta.cpusAllowed, ta.state, ta.processor = t.Policy, t.RTPriority, t.Nice, t.CPUsAllowed, t.State, t.Processor
+		if j, ok := o.java[t.TID]; ok {
+			ta.javaState = j.state
+		}
+		if t.Sleeping() {
+			ta.sleeping++
+			if procfs.TimedWait(t) || ta.javaState == threaddump.StateTimedWaiting {
+				ta.timedWaits++
+			}
+		}
 	}
-	// Threads not seen in this sample exited: fold their deltas into the
+	o.runnableSum += running
+	// Threads not seen in this sample exited: fold their counters into the
 	// totals and forget them, so memory follows the live thread count.
-	for k, ta := range l.threads {
+	for k, ta := range o.threads {
 		if ta.seenAt != n {
-			l.exited = l.exited.add(ta.last.sub(ta.first))
-			delete(l.threads, k)
+			o.exited = o.exited.add(ta.last.sub(ta.base))
+			delete(o.threads, k)
 		}
 	}
 	if s.Host != nil {
-		if l.hostFirst == nil {
-			l.hostFirst, l.hostFirstT = s.Host, s.Time
+		if o.hostFirst == nil {
+			o.hostFirst, o.hostFirstT = s.Host, s.Time
 		}
-		l.hostLast, l.hostLastT = s.Host, s.Time
-	}
-	seen := map[uint64]bool{}
-	for _, fw := range s.Futexes {
-		fa := l.futex[fw.Address]
-		if fa == nil {
-			fa = &futexAgg{fw: fw}
-			l.futex[fw.Address] = fa
-		}
-		if fw.Kind != sample.FutexUnknown || fa.fw.Kind == sample.FutexUnknown {
-			fa.fw.Kind = fw.Kind
-		}
-		if fw.Location.Module != "" {
-			fa.fw.Location = fw.Location
-		}
-		if !seen[fw.Address] {
-			seen[fw.Address] = true
-			fa.samples++
-		}
-		fa.waiterSum += len(fw.TIDs)
-		if len(fw.TIDs) >= fa.peak {
-			fa.peak = len(fw.TIDs)
-			fa.peakWaitTIDs = append(fa.peakWaitTIDs[:0], fw.TIDs...)
-		}
+		o.hostLast, o.hostLastT = s.Host, s.Time
 	}
 	if s.Connections != nil {
-		l.conns = s.Connections
+		o.conns = s.Connections
+	}
+	var tidNames map[int]string
+	if len(s.Futexes) > 0 {
+		tidNames = make(map[int]string, len(s.Threads))
+		for i := range s.Threads {
+			tidNames[s.Threads[i].TID] = o.name(s.Threads[i].TID, s.Threads[i].Name)
+		}
+	}
+	futexWaiters := a.addFutexLocks(s, dt, func(tid int) string { return tidNames[tid] })
+	a.addPools(s, futexWaiters)
+	a.addLiveSeries(s, running)
+}
+
+// addLiveSeries adds this sample's points to the timelines.
+func (a *Aggregator) addLiveSeries(s *sample.Snapshot, running int) {
+	o := a.os
+	t := s.Time
+	total := o.total()
+	if !o.prevT.IsZero() && t.After(o.prevT) {
+		sec := t.Sub(o.prevT).Seconds()
+		d := total.sub(o.prevTotal)
+		cs := a.timeline("context_switches")
+		cs.add("voluntary/s", t, float64(d.voluntary)/sec)
+		cs.add("involuntary/s", t, float64(d.involuntary)/sec)
+		if o.prevHost != nil && s.Host != nil && s.Host.ContextSwitches >= o.prevHost.ContextSwitches {
+			cs.add("host/s", t, float64(s.Host.ContextSwitches-o.prevHost.ContextSwitches)/sec)
+		}
+		cpu := a.timeline("cpu")
+		cpu.add("CPUs used", t, d.cpu.Seconds()/sec)
+		if a.target != nil && a.target.CPUs > 0 {
+			cpu.add("CPUs allowed", t, float64(a.target.CPUs))
+		}
+		rq := a.timeline("run_queue_wait")
+		rq.add("threads waiting for a CPU", t, d.runQueueWait.Seconds()/sec)
+		rq.add("runnable threads", t, float64(running))
+	}
+	o.prevTotal, o.prevT = total, t
+	if s.Host != nil {
+		o.prevHost = s.Host
+	}
+	st := a.timeline("threads_by_state")
+	for _, name := range []string{"running", "sleeping", "uninterruptible"} {
+		st.add(name, t, float64(o.osStates[name]))
+	}
+	if s.Connections != nil {
+		ct := a.timeline("connections_threads")
+		ct.add("connections", t, float64(s.Connections.Established))
+		ct.add("threads", t, float64(len(s.Threads)))
 	}
 }
 
@@ -210,209 +312,15 @@ func policyName(p int) string {
 	return fmt.Sprintf("policy-%d", p)
 }
 
-// liveSummary fills the live-sampling parts of the summary.
-func (a *Aggregator) liveSummary(s *Summary) {
-	l := a.live
-	if l.samples == 0 {
-		return
-	}
-	s.Samples = l.samples
-	if l.hasTarget {
-		s.Target = &TargetSummary{PID: l.target.PID, Name: l.target.Name, Kind: string(l.target.Kind), CPUs: l.target.CPUs}
-	}
-	wall := l.last.Sub(l.first).Seconds()
-	s.DurationSeconds = round3(wall)
-	if a.dumps == 0 {
-		s.Threads = l.lastThreads
-	}
-	s.OSStates = l.osStates
-	s.SampleCost = &SampleCost{AvgSeconds: round6(l.costSum.Seconds() / float64(l.samples)), PeakSeconds: round6(l.costPeak.Seconds())}
-
-	// Process totals: live threads' deltas plus those of exited threads.
-	total := l.exited
-	type row struct {
-		key osKey
-		agg *osThreadAgg
-		d   counters
-	}
-	rows := make([]row, 0, len(l.threads))
-	for k, ta := range l.threads {
-		d := ta.last.sub(ta.first)
-		total = total.add(d)
-		rows = append(rows, row{k, ta, d})
-	}
-	cs := &ContextSwitchSummary{}
-	if wall > 0 {
-		cs.VoluntaryPerSecond = round1(float64(total.voluntary) / wall)
-		cs.InvoluntaryPerSecond = round1(float64(total.involuntary) / wall)
-		s.CPUPercent = round1(100 * total.cpu.Seconds() / wall)
-		if busy := total.runTime + total.runQueueWait; busy > 0 {
-			s.RunQueueWaitShare = round3(total.runQueueWait.Seconds() / busy.Seconds())
-		}
-	}
-	if l.hostFirst != nil && l.hostLast != l.hostFirst {
-		if hw := l.hostLastT.Sub(l.hostFirstT).Seconds(); hw > 0 && l.hostLast.ContextSwitches >= l.hostFirst.ContextSwitches {
-			cs.HostPerSecond = round1(float64(l.hostLast.ContextSwitches-l.hostFirst.ContextSwitches) / hw)
-		}
-	}
-	s.ContextSwitches = cs
-	if h := l.hostLast; h != nil {
-		s.Host = &HostSummary{CPUs: h.CPUs, Load1: h.Load1, ProcsRunning: h.ProcsRunning, ProcsBlocked: h.ProcsBlocked}
-	}
-
-	// Busiest threads by CPU over the run.
-	sort.Slice(rows, func(i, j int) bool {
-		if rows[i].d.cpu != rows[j].d.cpu {
-			return rows[i].d.cpu > rows[j].d.cpu
-		}
-		return rows[i].key.tid < rows[j].key.tid
-	})
-	s.ThreadCPU = s.ThreadCPU[:0]
-	for _, r := range rows {
-		if len(s.ThreadCPU) == maxThreadCPU {
-			break
-		}
-		w := r.agg.lstT.Sub(r.agg.firstT).Seconds()
-		tc := ThreadCPU{Thread: r.agg.name, TID: r.key.tid, CPUSeconds: round3(r.d.cpu.Seconds()),
-			Policy: policyName(r.agg.policy), Nice: r.agg.nice, RTPriority: r.agg.rtPriority, CPUsAllowed: r.agg.cpusAllowed}
-		if w > 0 {
-			tc.Percent = round1(100 * r.d.cpu.Seconds() / w)
-			tc.VoluntaryPerSecond = round1(float64(r.d.voluntary) / w)
-			tc.InvoluntaryPerSecond = round1(float64(r.d.involuntary) / w)
-		}
-		if busy := r.d.runTime + r.d.runQueueWait; busy > 0 {
-			tc.RunQueueWaitShare = round3(r.d.runQueueWait.Seconds() / busy.Seconds())
-		}
-		s.ThreadCPU = append(s.ThreadCPU, tc)
-	}
-
-	// Pools from OS thread names, unless a dump already named them.
-	if a.dumps == 0 {
-		by := map[string]*PoolSummary{}
-		for _, r := range rows {
-			name := PoolName(r.agg.name)
-			p := by[name]
-			if p == nil {
-				p = &PoolSummary{Name: name, States: map[string]int{}}
-				by[name] = p
-			}
-			p.Threads++
-			p.States[osStateName(r.agg.state)]++
-			w := r.agg.lstT.Sub(r.agg.firstT).Seconds()
-			if wall > 0 {
-				p.CPUPercent += 100 * r.d.cpu.Seconds() / wall
-			}
-			if w > 0 {
-				p.VoluntaryPerSecond += float64(r.d.voluntary) / w
-				p.InvoluntaryPerSecond += float64(r.d.involuntary) / w
-			}
-		}
-		s.Pools = s.Pools[:0]
-		for _, p := range by {
-			p.CPUPercent, p.VoluntaryPerSecond, p.InvoluntaryPerSecond = round1(p.CPUPercent), round1(p.VoluntaryPerSecond), round1(p.InvoluntaryPerSecond)
-			s.Pools = append(s.Pools, *p)
-		}
-		sort.Slice(s.Pools, func(i, j int) bool {
-			if s.Pools[i].Threads != s.Pools[j].Threads {
-				return s.Pools[i].Threads > s.Pools[j].Threads
-			}
-			return s.Pools[i].Name < s.Pools[j].Name
-		})
-	}
-
-	// Futexes: locks go into the lock table, condition waits apart.
-	for addr, fa := range l.futex {
-		addrHex := fmt.Sprintf("0x%x", addr)
-		if fa.fw.Kind == sample.FutexCondition {
-			s.FutexWaits = append(s.FutexWaits, FutexWaitSummary{Address: addrHex, Symbol: futexSymbol(fa.fw.Location), Module: fa.fw.Location.Module, Kind: string(fa.fw.Kind), Waiters: fa.peak, AvgWaiters: round3(float64(fa.waiterSum) / float64(l.samples))})
-			continue
-		}
-		class := fa.fw.Location.Symbol
-		if class == "" {
-			class = fa.fw.Location.Module
-		}
-		s.Locks = append(s.Locks, LockSummary{
-			ID:   lockKey("futex", class, addrHex),
-			Kind: "futex", Class: class, Address: addrHex, Symbol: futexSymbol(fa.fw.Location), Module: fa.fw.Location.Module,
-			Waiters: fa.peak, AvgWaiters: round3(float64(fa.waiterSum) / float64(l.samples)),
-			BlockedShare: round3(float64(fa.samples) / float64(l.samples)), WaiterThreads: a.tidNames(fa.peakWaitTIDs),
-			FutexKind: string(fa.fw.Kind),
-		})
-	}
-	sortLocks(s.Locks)
-	sort.Slice(s.FutexWaits, func(i, j int) bool {
-		if s.FutexWaits[i].Waiters != s.FutexWaits[j].Waiters {
-			return s.FutexWaits[i].Waiters > s.FutexWaits[j].Waiters
-		}
-		return s.FutexWaits[i].Address < s.FutexWaits[j].Address
-	})
-
-	if c := l.conns; c != nil {
-		cs := &ConnectionSummary{Established: c.Established, ByPort: map[string]int{}, Listening: append([]int{}, c.Listening...), Peers: c.Peers}
-		for p, n := range c.ByLocalPort {
-			cs.ByPort[fmt.Sprint(p)] = n
-		}
-		s.Connections = cs
-		if c.Established > 0 {
-			s.ThreadsPerConnection = &ThreadsPerConnection{Ratio: round3(float64(l.lastThreads) / float64(c.Established))}
-		}
-	}
-	var miss []string
-	for m := range l.missing {
-		miss = append(miss, m)
-	}
-	sort.Strings(miss)
-	for _, m := range miss {
-		s.Warnings = append(s.Warnings, missingHint(m))
-	}
-}
-
 // missingHint says once what could not be read and how to get it.
 func missingHint(file string) string {
 	switch file {
 	case "syscall":
 		return "could not read /proc/<pid>/task/*/syscall (needs ptrace rights over the target): native futex hotspots are missing; run ctprof as root or as the target's user"
 	case "fd":
-		return "could not read /proc/<pid>/fd (needs the target's user or root): connection counts are missing"
+		return "could not read /proc/<pid>/fd (needs the target's user or root): connection counts are missing; run ctprof as root or as the target's user"
 	case "wchan":
-		return "could not read /proc/<pid>/task/*/wchan: kernel wait channels are missing"
+		return "could not read /proc/<pid>/task/*/wchan: kernel wait channels are missing; run ctprof as root or as the target's user"
 	}
 	return fmt.Sprintf("could not read /proc/<pid>/task/*/%s for lack of permission; run ctprof as root or as the target's user", file)
 }
-
-// tidNames turns thread ids into "name (tid N)".
-func (a *Aggregator) tidNames(tids []int) []string {
-	out := make([]string, 0, len(tids))
-	for i, tid := range tids {
-		if i == 10 {
-			break
-		}
-		name := ""
-		for k, ta := range a.live.threads {
-			if k.tid == tid {
-				name = ta.name
-				break
-			}
-		}
-		out = append(out, strings.TrimSpace(fmt.Sprintf("%s (tid %d)", name, tid)))
-	}
-	return out
-}
-
-// futexSymbol renders a futex address's symbol with its place,
-// "contended_mutex (app+0x4040)"; nil when no symbol covers it.
-func futexSymbol(l procfs.Location) *string {
-	if l.Symbol == "" {
-		return nil
-	}
-	return strPtr(l.String())
-}
-
-func strPtrOrNil(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func round6(f float64) float64 { return float64(int64(f*1e6+0.5)) / 1e6 }

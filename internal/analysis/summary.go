@@ -1,6 +1,10 @@
 package analysis
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
 
 // SchemaVersion is the version of the JSON summary (docs/json.md). Fields
 // may be added without a bump; renaming or removing one bumps it.
@@ -44,6 +48,22 @@ type Summary struct {
 	Connections          *ConnectionSummary    `json:"connections,omitempty"`
 	ThreadsPerConnection *ThreadsPerConnection `json:"threads_per_connection,omitempty"`
 	SampleCost           *SampleCost           `json:"sample_cost,omitempty"`
+	// CPUUse relates the process's CPU use to the CPUs it may run on.
+	CPUUse *CPUUse `json:"cpu_use,omitempty"`
+	// Totals are the process's counters over the run; they never go down,
+	// also when threads exit (Prometheus exports them as counters).
+	Totals *Totals `json:"totals,omitempty"`
+	// Scheduling says how much the threads wait for a CPU and who suffers.
+	Scheduling *Scheduling `json:"scheduling,omitempty"`
+	// Serialization lists, for contended locks, how far the lock
+	// serializes the pool its waiters belong to.
+	Serialization []Serialization `json:"serialization,omitempty"`
+	// Wakeups lists pools whose threads wake often to do little.
+	Wakeups []Wakeup `json:"wakeups,omitempty"`
+	// JVM holds the JVM's own counters (hsperfdata), when read.
+	JVM *JVMSummary `json:"jvm,omitempty"`
+	// Errors counts the problems that did not stop sampling.
+	Errors int `json:"errors,omitempty"`
 
 	Locks []LockSummary `json:"locks"`
 	// FutexWaits are native threads waiting on a condition (idle, not
@@ -65,7 +85,8 @@ type Summary struct {
 // Timeline is one chart's worth of time series.
 type Timeline struct {
 	// ID is stable so outputs can be compared: threads_by_state,
-	// context_switches, connections_threads, cpu, run_queue_wait.
+	// java_threads_by_state, context_switches, connections_threads, cpu,
+	// run_queue_wait, lock_waiters.
 	ID     string   `json:"id"`
 	Title  string   `json:"title"`
 	Unit   string   `json:"unit"`
@@ -78,21 +99,50 @@ type Series struct {
 	Points []Point `json:"points"`
 }
 
-// Point is one value at one instant (Unix milliseconds).
+// Point is one value at one instant (Unix milliseconds). In JSON it is the
+// pair [t, v], the form charting libraries take, at half the size.
 type Point struct {
-	T int64   `json:"t"`
-	V float64 `json:"v"`
+	T int64
+	V float64
 }
 
-// LockSummary is one lock some thread queued on.
+// MarshalJSON writes [t, v].
+func (p Point) MarshalJSON() ([]byte, error) {
+	return json.Marshal([2]any{p.T, p.V})
+}
+
+// UnmarshalJSON reads [t, v].
+func (p *Point) UnmarshalJSON(b []byte) error {
+	var pair [2]json.Number
+	if err := json.Unmarshal(b, &pair); err != nil {
+		return fmt.Errorf("timeline point: %w", err)
+	}
+	t, err := pair[0].Int64()
+	if err != nil {
+		return fmt.Errorf("timeline point time: %w", err)
+	}
+	v, err := pair[1].Float64()
+	if err != nil {
+		return fmt.Errorf("timeline point value: %w", err)
+	}
+	p.T, p.V = t, v
+	return nil
+}
+
+// LockSummary is one lock some thread queued on. Java locks of one class
+// waited for at one site are one lock, whatever their addresses (a GC moves
+// objects); futexes are identified by address.
 type LockSummary struct {
-	// ID identifies the lock within this summary (kind, class and
-	// address); FoldedStack.ByLock refers to it.
+	// ID identifies the lock within this summary ("monitor|<class>|<wait
+	// site>", "futex||<address>"); FoldedStack.ByLock refers to it.
 	ID string `json:"id"`
 	// Kind is "monitor", "synchronizer" or (native targets) "futex".
-	Kind    string `json:"kind"`
-	Class   string `json:"class"`
-	Address string `json:"address"`
+	Kind  string `json:"kind"`
+	Class string `json:"class"`
+	// Address is the lock's address at the peak; Addresses lists the
+	// addresses it had over the run when there were several.
+	Address   string   `json:"address"`
+	Addresses []string `json:"addresses,omitempty"`
 	// Owner is the owning thread's name; null when the dump does not say.
 	Owner *string `json:"owner"`
 	// OwnerFrame is the frame the owner runs (its top frame); null when the
@@ -112,6 +162,14 @@ type LockSummary struct {
 	WaitFrame *string `json:"wait_frame"`
 	// WaiterThreads names up to 10 waiters of the peak dump.
 	WaiterThreads []string `json:"waiter_threads"`
+	// BlockedThreadSeconds is the time threads spent queued on the lock:
+	// waiters × sample interval, summed over the samples.
+	BlockedThreadSeconds float64 `json:"blocked_thread_seconds"`
+	// WaitFrames are the frames where threads wait, and OwnerFrames the
+	// first application frames the owner ran while holding the lock, most
+	// frequent first (at most 5), with the samples that showed them.
+	WaitFrames  []FrameCount `json:"wait_frames"`
+	OwnerFrames []FrameCount `json:"owner_frames"`
 	// Symbol names a futex's address ("contended_mutex (app+0x4040)");
 	// null when the address has no symbol. Only on futex locks.
 	Symbol *string `json:"symbol,omitempty"`
@@ -120,6 +178,12 @@ type LockSummary struct {
 	Module string `json:"module,omitempty"`
 	// FutexKind is "lock" or "unknown" for futex locks.
 	FutexKind string `json:"futex_kind,omitempty"`
+}
+
+// FrameCount is a frame and the number of samples that showed it.
+type FrameCount struct {
+	Frame   string `json:"frame"`
+	Samples int    `json:"samples"`
 }
 
 // TargetSummary names the live process.
@@ -161,12 +225,126 @@ type ConnectionSummary struct {
 type ThreadsPerConnection struct {
 	// Ratio is threads / established connections at the last sample.
 	Ratio float64 `json:"ratio"`
+	// When the number of connections changed during the run: Slope is the
+	// threads added per connection by a least-squares line over the
+	// samples, Intercept the threads with no connection, R2 how well the
+	// line fits (1 = perfectly).
+	Slope     *float64 `json:"slope,omitempty"`
+	Intercept *float64 `json:"intercept,omitempty"`
+	R2        *float64 `json:"r2,omitempty"`
+	// MinConnections and MaxConnections give the range observed.
+	MinConnections int `json:"min_connections"`
+	MaxConnections int `json:"max_connections"`
+	// GrowingPools are the pools whose size follows the connections.
+	GrowingPools []PoolGrowth `json:"growing_pools,omitempty"`
 }
 
-// SampleCost is what taking a live sample cost ctprof.
+// PoolGrowth is a pool whose size grows with the connections.
+type PoolGrowth struct {
+	Pool  string  `json:"pool"`
+	Slope float64 `json:"slope"`
+	R2    float64 `json:"r2"`
+}
+
+// SampleCost is what sampling cost: ctprof's time per sample, and for
+// JVMs the thread dumps and the pause they caused in the target.
 type SampleCost struct {
 	AvgSeconds  float64 `json:"avg_seconds"`
 	PeakSeconds float64 `json:"peak_seconds"`
+	// Dumps is the number of thread dumps taken, DumpSeconds their total
+	// wall time, and DumpMethods how they were taken ("attach", "jcmd").
+	Dumps       int            `json:"dumps,omitempty"`
+	DumpSeconds float64        `json:"dump_seconds,omitempty"`
+	DumpMethods map[string]int `json:"dump_methods,omitempty"`
+	// TargetPauseSeconds is the safepoint time the dumps cost the target
+	// (from its hsperfdata), and TargetPauseShare that time over the run.
+	TargetPauseSeconds *float64 `json:"target_pause_seconds,omitempty"`
+	TargetPauseShare   *float64 `json:"target_pause_share,omitempty"`
+}
+
+// CPUUse relates the process's CPU use to the CPUs it may use: a
+// synchronized singleton on 2 CPUs shows as 50 %.
+type CPUUse struct {
+	// CoresUsed is CPU seconds per second (1 = one core busy).
+	CoresUsed float64 `json:"cores_used"`
+	// CPUsAllowed is the size of the process's affinity mask.
+	CPUsAllowed int `json:"cpus_allowed"`
+	// ShareOfAllowed is CoresUsed / CPUsAllowed.
+	ShareOfAllowed float64 `json:"share_of_allowed"`
+}
+
+// Totals are process counters over the run.
+type Totals struct {
+	CPUSeconds          float64 `json:"cpu_seconds"`
+	VoluntarySwitches   uint64  `json:"voluntary_switches"`
+	InvoluntarySwitches uint64  `json:"involuntary_switches"`
+	RunQueueWaitSeconds float64 `json:"run_queue_wait_seconds"`
+	// HostSwitches is the machine's context switches over the run.
+	HostSwitches uint64 `json:"host_switches"`
+}
+
+// Scheduling describes CPU saturation.
+type Scheduling struct {
+	// RunnableAvg is the average number of threads in state R (running or
+	// waiting for a CPU); compare with CPUs.
+	RunnableAvg float64 `json:"runnable_avg"`
+	CPUs        int     `json:"cpus"`
+	// RunQueueWaitShare is the share of runnable time spent waiting for a
+	// CPU rather than running.
+	RunQueueWaitShare float64 `json:"run_queue_wait_share"`
+	// WaitingForCPUAvg is the average number of the process's threads
+	// waiting in a run queue (run-queue wait seconds per second).
+	WaitingForCPUAvg float64 `json:"waiting_for_cpu_avg"`
+	// HostLoad1 is the host's one-minute load average, for context: the
+	// CPUs may be taken by other processes.
+	HostLoad1 float64 `json:"host_load1"`
+	// InvoluntaryPerThreadPerSecond is the preemption rate of an average
+	// thread.
+	InvoluntaryPerThreadPerSecond float64 `json:"involuntary_per_thread_per_second"`
+	// Suffering are the threads that waited longest for a CPU, with their
+	// scheduling policy, priority and affinity.
+	Suffering []ThreadCPU `json:"suffering"`
+}
+
+// Serialization says how far a lock serializes the pool its waiters
+// belong to: "12 worker threads, 1.1 running on average while 9.8 queue".
+type Serialization struct {
+	LockID string `json:"lock_id"`
+	Pool   string `json:"pool"`
+	// Threads, Running and Queueing are per-sample averages: the pool's
+	// size, its threads running, and its threads queued on the lock.
+	Threads  float64 `json:"threads"`
+	Running  float64 `json:"running"`
+	Queueing float64 `json:"queueing"`
+	Samples  int     `json:"samples"`
+}
+
+// Wakeup is a pool whose threads wake often while using little CPU.
+type Wakeup struct {
+	Pool    string `json:"pool"`
+	Threads int    `json:"threads"`
+	// PeriodMillis is the typical time between a thread's wake-ups and
+	// PerSecond the pool's wake-ups per second in all.
+	PeriodMillis float64 `json:"period_ms"`
+	PerSecond    float64 `json:"per_second"`
+	// CPUPercentPerThread is an average thread's CPU use (100 = a core).
+	CPUPercentPerThread float64 `json:"cpu_percent_per_thread"`
+	// HostShare is the share of the host's context switches they cause.
+	HostShare float64 `json:"host_share"`
+}
+
+// JVMSummary holds the JVM's counters at the last sample and over the run.
+type JVMSummary struct {
+	LiveThreads    int64 `json:"live_threads"`
+	DaemonThreads  int64 `json:"daemon_threads"`
+	PeakThreads    int64 `json:"peak_threads"`
+	StartedThreads int64 `json:"started_threads"`
+	// ThreadsStartedInRun counts threads the JVM started during the run.
+	ThreadsStartedInRun int64            `json:"threads_started_in_run"`
+	Safepoints          int64            `json:"safepoints"`
+	SafepointSeconds    float64          `json:"safepoint_seconds"`
+	GCSeconds           float64          `json:"gc_seconds"`
+	Sync                map[string]int64 `json:"sync,omitempty"`
 }
 
 // FutexWaitSummary is a futex address native threads wait on for a signal.
@@ -225,8 +403,12 @@ type ThreadCPU struct {
 	// Percent is CPU time over wall time between the first and last dump
 	// that show the thread (100 = one core).
 	Percent float64 `json:"cpu_percent"`
-	// Live runs add the OS view of the thread.
+	// Live runs add the OS view of the thread: its Java state (when a
+	// dump named it) and OS state, and the CPU it last ran on.
 	TID                  int     `json:"tid,omitempty"`
+	JavaState            string  `json:"java_state,omitempty"`
+	OSState              string  `json:"os_state,omitempty"`
+	LastCPU              int     `json:"last_cpu,omitempty"`
 	VoluntaryPerSecond   float64 `json:"voluntary_per_second,omitempty"`
 	InvoluntaryPerSecond float64 `json:"involuntary_per_second,omitempty"`
 	RunQueueWaitShare    float64 `json:"run_queue_wait_share,omitempty"`
@@ -246,9 +428,8 @@ type StuckThread struct {
 
 // Finding is one conclusion, in plain words, with its evidence.
 type Finding struct {
-	// Kind is a stable name: lock-hotspot, deadlock, stuck-thread (and
-	// later serialization, thread-per-connection, wakeup-storm,
-	// cpu-saturation).
+	// Kind is a stable name: deadlock, lock-hotspot, serialization,
+	// thread-per-connection, wakeup-storm, cpu-saturation, stuck-thread.
 	Kind string `json:"kind"`
 	// Severity is "critical", "warning" or "info".
 	Severity string   `json:"severity"`

@@ -239,3 +239,86 @@ func TestPsListsProcessesWithThreadsAndConnections(t *testing.T) {
 	assert.Contains(t, out, "PID")
 	assert.Contains(t, out, strconv.Itoa(p.PID))
 }
+
+// The market-data story: a server that runs a fixed number of threads per
+// connected user, each of them waking every 50 ms. As users connect during
+// the run, ctprof must find the threads added per connection and the pool
+// that grows with them, and the polling wake-ups.
+func TestAttachMarketDataStory(t *testing.T) {
+	const perClient, clients = 21, 8
+	p := testnative.Start(t, "tcp_server", strconv.Itoa(perClient))
+	port := p.Value("PORT")
+	dial := func() {
+		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", port))
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+	}
+	dial()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i < clients; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(400 * time.Millisecond):
+			}
+			c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", port))
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	doc, _ := attachJSON(t, strconv.Itoa(p.PID), "--count", "20", "--interval", "250ms")
+	close(stop)
+	<-done
+
+	tpc := doc["threads_per_connection"].(map[string]any)
+	require.Contains(t, tpc, "slope", "connections changed during the run: %v", tpc)
+	assert.InDelta(t, perClient, tpc["slope"].(float64), 3, "threads added per connection")
+	assert.Greater(t, tpc["r2"].(float64), 0.9)
+	var grows bool
+	for _, g := range tpc["growing_pools"].([]any) {
+		if g.(map[string]any)["pool"] == "session-poll" {
+			grows = true
+			assert.InDelta(t, perClient-1, g.(map[string]any)["slope"].(float64), 3)
+		}
+	}
+	assert.True(t, grows, "growing pools: %v", tpc["growing_pools"])
+
+	var wake map[string]any
+	for _, w := range doc["wakeups"].([]any) {
+		if w.(map[string]any)["pool"] == "session-poll" {
+			wake = w.(map[string]any)
+		}
+	}
+	require.NotNil(t, wake, "wakeups: %v", doc["wakeups"])
+	// usleep(50 ms) in a loop; a loaded machine stretches it a little.
+	assert.InDelta(t, 52, wake["period_ms"].(float64), 15)
+
+	kinds := map[string]bool{}
+	for _, f := range doc["findings"].([]any) {
+		kinds[f.(map[string]any)["kind"].(string)] = true
+	}
+	assert.True(t, kinds["thread-per-connection"], "findings: %v", doc["findings"])
+	assert.True(t, kinds["wakeup-storm"], "findings: %v", doc["findings"])
+}
+
+func TestAttachSeesCPUSaturation(t *testing.T) {
+	p := testnative.Start(t, "spinners", "6")
+	doc, _ := attachJSON(t, strconv.Itoa(p.PID), "--count", "6", "--interval", "250ms")
+	sc := doc["scheduling"].(map[string]any)
+	assert.Greater(t, sc["runnable_avg"].(float64), 2.0, "6 spinners on 2 CPUs")
+	assert.Greater(t, sc["run_queue_wait_share"].(float64), 0.3)
+	var found bool
+	for _, f := range doc["findings"].([]any) {
+		if f.(map[string]any)["kind"] == "cpu-saturation" {
+			found = true
+		}
+	}
+	assert.True(t, found, "findings: %v", doc["findings"])
+	use := doc["cpu_use"].(map[string]any)
+	assert.Greater(t, use["share_of_allowed"].(float64), 0.5)
+}

@@ -154,3 +154,31 @@ func GroupFutexWaits(threads []Thread, sym *Symbolizer) []FutexWait {
 	})
 	return out
 }
+
+// TimedWait reports whether a sleeping thread waits in a call that ends by
+// itself after a timeout: sleeps, futex waits with a timeout, and epoll,
+// poll and select with one. Threads that wake from such waits often and do
+// little are polling (a wake-up storm); a thread waiting for a lock or for
+// an event without a timeout is not.
+func TimedWait(t *Thread) bool {
+	if !t.Sleeping() {
+		return false
+	}
+	a := t.SyscallArgs
+	switch t.Syscall {
+	case unix.SYS_NANOSLEEP, unix.SYS_CLOCK_NANOSLEEP:
+		return true
+	case unix.SYS_FUTEX:
+		cmd := a[1] & futexCmdMask
+		return (cmd == futexWait || cmd == futexWaitBitset) && a[3] != 0 && classifyFutex(a[1], a[2], Location{}) != FutexLock
+	case sysEpollWait, unix.SYS_EPOLL_PWAIT:
+		return int32(a[3]) >= 0 // timeout in ms; -1 waits forever
+	case sysPoll:
+		return int32(a[2]) >= 0
+	case unix.SYS_PPOLL:
+		return a[2] != 0 // a pointer to the timeout: NULL waits forever
+	case unix.SYS_PSELECT6, sysSelect:
+		return a[4] != 0
+	}
+	return false
+}

@@ -56,12 +56,12 @@ func TestParseSyscall(t *testing.T) {
 	tests := []struct {
 		in   string
 		nr   int
-		args [3]uint64
+		args [5]uint64
 	}{
-		{"202 0x55adb7aca160 0x80 0x2 0x0 0x0 0x0 0x7ffe 0x7f9c\n", 202, [3]uint64{0x55adb7aca160, 0x80, 2}},
-		{"running\n", SyscallRunning, [3]uint64{}},
-		{"-1 0x7ffe2ad1b0e8 0x7f9c0c0a1d36\n", SyscallNone, [3]uint64{}},
-		{"7 0xFF", 7, [3]uint64{0xff}},
+		{"202 0x55adb7aca160 0x80 0x2 0x0 0x0 0x0 0x7ffe 0x7f9c\n", 202, [5]uint64{0x55adb7aca160, 0x80, 2}},
+		{"running\n", SyscallRunning, [5]uint64{}},
+		{"-1 0x7ffe2ad1b0e8 0x7f9c0c0a1d36\n", SyscallNone, [5]uint64{}},
+		{"7 0xFF", 7, [5]uint64{0xff}},
 	}
 	for _, tc := range tests {
 		th := Thread{Syscall: SyscallUnknown}

@@ -40,9 +40,10 @@ type Thread struct {
 	// Syscall is the system call number a blocked thread is in,
 	// SyscallRunning when it runs, SyscallNone when it is blocked outside a
 	// system call, SyscallUnknown when not read or unreadable. SyscallArgs
-	// are its first three arguments (for futex: address, operation, value).
+	// are its first five arguments (for futex: address, operation, value,
+	// timeout).
 	Syscall     int
-	SyscallArgs [3]uint64
+	SyscallArgs [5]uint64
 }
 
 // Markers of Thread.Syscall.

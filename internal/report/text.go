@@ -35,6 +35,9 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 			tw.printf("OS thread states: %s\n", formatOSStates(s.OSStates))
 		}
 		tw.printf("CPU: %.1f%% of one core, on %d allowed CPUs", s.CPUPercent, s.Target.CPUs)
+		if u := s.CPUUse; u != nil {
+			tw.printf(" (%.0f%% of them)", 100*u.ShareOfAllowed)
+		}
 		if s.RunQueueWaitShare > 0 {
 			tw.printf("; run-queue wait %.1f%% of runnable time", 100*s.RunQueueWaitShare)
 		}
@@ -52,6 +55,9 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 			}
 			if tpc := s.ThreadsPerConnection; tpc != nil {
 				tw.printf("; %.1f threads per connection", tpc.Ratio)
+				if tpc.Slope != nil {
+					tw.printf(" (%.2f added per connection, R² %.2f, over %d to %d connections)", *tpc.Slope, *tpc.R2, tpc.MinConnections, tpc.MaxConnections)
+				}
 			}
 			tw.printf("\n")
 		}
@@ -109,7 +115,7 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 				name = *l.Symbol + " " + l.Address
 			}
 			tw.printf("  %3d waiting  futex %s\n", l.Waiters, T(name))
-			tw.printf("               avg %.2f waiters, blocked in %.0f%% of samples\n", l.AvgWaiters, 100*l.BlockedShare)
+			tw.printf("               avg %.2f waiters, blocked in %.0f%% of samples, %.1f thread-seconds queued\n", l.AvgWaiters, 100*l.BlockedShare, l.BlockedThreadSeconds)
 			if len(l.WaiterThreads) > 0 {
 				tw.printf("               waiters: %s\n", T(strings.Join(l.WaiterThreads, ", ")))
 			}
@@ -117,7 +123,11 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 		}
 		tw.printf("  %3d waiting  %s %s <%s>  %s\n", l.Waiters, l.Kind, T(l.Class), l.Address, owner)
 		if s.Dumps > 1 {
-			tw.printf("               avg %.2f waiters, blocked in %.0f%% of dumps\n", l.AvgWaiters, 100*l.BlockedShare)
+			tw.printf("               avg %.2f waiters, blocked in %.0f%% of dumps", l.AvgWaiters, 100*l.BlockedShare)
+			if l.BlockedThreadSeconds > 0 {
+				tw.printf(", %.1f thread-seconds queued", l.BlockedThreadSeconds)
+			}
+			tw.printf("\n")
 		}
 		if l.WaitFrame != nil {
 			tw.printf("               waiters at %s\n", T(*l.WaitFrame))
@@ -191,14 +201,40 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 		tw.printf("\n")
 	}
 
+	if len(s.Wakeups) > 0 {
+		tw.printf("WAKE-UPS (threads that wake often to do little)\n")
+		for i, w := range s.Wakeups {
+			if i == top {
+				break
+			}
+			tw.printf("  %5d  %-30s  every %6.1f ms  %8.0f/s in all  %.2f%% CPU each", w.Threads, T(w.Pool), w.PeriodMillis, w.PerSecond, w.CPUPercentPerThread)
+			if w.HostShare > 0 {
+				tw.printf("  %.0f%% of host switches", 100*w.HostShare)
+			}
+			tw.printf("\n")
+		}
+		tw.printf("\n")
+	}
+
+	if sc := s.Scheduling; sc != nil {
+		tw.printf("SCHEDULING\n")
+		tw.printf("  %.2f threads runnable on average for %d CPUs; %.1f%% of runnable time spent waiting for a CPU; %.2f involuntary switches per thread per second\n",
+			sc.RunnableAvg, sc.CPUs, 100*sc.RunQueueWaitShare, sc.InvoluntaryPerThreadPerSecond)
+		tw.printf("\n")
+	}
+
 	if len(s.ThreadCPU) > 0 && s.Target != nil {
 		tw.printf("BUSIEST THREADS\n")
-		tw.printf("  %8s  %6s  %9s  %9s  %7s  %-12s %4s  %s\n", "TID", "CPU", "VOL/s", "INVOL/s", "RQWAIT", "POLICY", "NICE", "NAME (CPUS)")
+		tw.printf("  %8s  %-13s  %6s  %9s  %9s  %7s  %-12s %4s  %s\n", "TID", "STATE", "CPU", "VOL/s", "INVOL/s", "RQWAIT", "POLICY", "NICE", "NAME (CPUS)")
 		for i, c := range s.ThreadCPU {
 			if i == top {
 				break
 			}
-			tw.printf("  %8d  %5.1f%%  %9.1f  %9.1f  %6.1f%%  %-12s %4d  %q (%s)\n", c.TID, c.Percent, c.VoluntaryPerSecond, c.InvoluntaryPerSecond, 100*c.RunQueueWaitShare, c.Policy, c.Nice, T(c.Thread), T(c.CPUsAllowed))
+			state := c.OSState
+			if c.JavaState != "" {
+				state = c.JavaState
+			}
+			tw.printf("  %8d  %-13s  %5.1f%%  %9.1f  %9.1f  %6.1f%%  %-12s %4d  %q (%s)\n", c.TID, state, c.Percent, c.VoluntaryPerSecond, c.InvoluntaryPerSecond, 100*c.RunQueueWaitShare, c.Policy, c.Nice, T(c.Thread), T(c.CPUsAllowed))
 		}
 		tw.printf("\n")
 	} else if len(s.ThreadCPU) > 0 {
@@ -222,6 +258,21 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 			tw.printf("  %-8s %q at %s\n", st.State, T(st.Thread), T(st.Frame))
 		}
 		tw.printf("\n")
+	}
+
+	if c := s.SampleCost; c != nil && s.Target != nil {
+		tw.printf("COST OF SAMPLING\n")
+		tw.printf("  %.2f ms per sample on average, %.2f ms at most", 1000*c.AvgSeconds, 1000*c.PeakSeconds)
+		if c.Dumps > 0 {
+			tw.printf("; %d thread dumps took %.2f s", c.Dumps, c.DumpSeconds)
+		}
+		if c.TargetPauseSeconds != nil {
+			tw.printf("; they paused the target %.3f s", *c.TargetPauseSeconds)
+			if c.TargetPauseShare != nil {
+				tw.printf(" (%.3f%% of the run)", 100**c.TargetPauseShare)
+			}
+		}
+		tw.printf("\n\n")
 	}
 
 	if len(s.Warnings) > 0 {

@@ -38,8 +38,21 @@ type Snapshot struct {
 	// Source names where the snapshot came from (a file name for offline
 	// analysis), for messages.
 	Source string
+	// Interval is the time between samples the run asked for; zero for
+	// dump files (the Aggregator then uses the time between snapshots).
+	Interval time.Duration
 	// Dump is the thread dump taken at this tick; nil on ticks without one.
 	Dump *threaddump.Dump
+	// DumpText is the dump as the JVM printed it, kept so a recording can
+	// store it and a replay parse it again; nil when not kept.
+	DumpText []byte
+	// DumpCost is what taking the dump cost this tick: the request's wall
+	// time, and the safepoint time the JVM spent on it (the pause ctprof
+	// caused in the target), when known.
+	DumpCost *DumpCost
+	// JVM holds the JVM's own counters (hsperfdata); nil for native
+	// targets or when unreadable.
+	JVM *JVMCounters
 
 	// Threads is the /proc sample of every OS thread; nil when the tick
 	// has none (dump files).
@@ -56,6 +69,37 @@ type Snapshot struct {
 	Missing []string
 	// Cost is how long taking this snapshot took.
 	Cost time.Duration
+	// Errors are the problems of this tick that did not stop sampling
+	// (a failed dump request, an unreadable file), for the summary and the
+	// error counter.
+	Errors []string
+}
+
+// DumpCost is what one thread dump cost.
+type DumpCost struct {
+	// Method says how the dump was taken: "attach", "jcmd",
+	// "dump_to_file".
+	Method string
+	// Wall is the time from request to the last byte.
+	Wall time.Duration
+	// Pause is the safepoint time the JVM accumulated during the request
+	// (from hsperfdata); zero when unknown.
+	Pause time.Duration
+}
+
+// JVMCounters are a JVM's hsperfdata counters at one instant. Cumulative
+// counters count since the JVM started.
+type JVMCounters struct {
+	LiveThreads    int64
+	DaemonThreads  int64
+	PeakThreads    int64
+	StartedThreads int64
+	Safepoints     int64
+	SafepointTime  time.Duration
+	GCTime         time.Duration
+	// Sync holds the sun.rt._sync_* monitor counters (JDK 8 to 21) by
+	// name without the prefix ("ContendedLockAttempts", "Parks", ...).
+	Sync map[string]int64
 }
 
 // The /proc parts of a snapshot are procfs's types: the reader fills them

@@ -1,0 +1,374 @@
+package analysis
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/pkg/threaddump"
+)
+
+// dumpTick is what one thread dump tells the rest of the Aggregator: which
+// Java thread runs on which OS thread, and which lock each waiter queues on.
+type dumpTick struct {
+	dump *threaddump.Dump
+	// byTID maps the OS thread id (nid) to the Java thread.
+	byTID map[int]*threaddump.Thread
+	// waitsOn maps each queued thread to its lock's ID.
+	waitsOn map[*threaddump.Thread]string
+	// lockPools counts, per lock ID, its waiters by pool.
+	lockWaiters map[string][]*threaddump.Thread
+}
+
+type deadlockAgg struct {
+	summary DeadlockSummary
+	jvm     bool
+	ctprof  bool
+	lastSeq int
+}
+
+// threadKey identifies a Java thread across the dumps of one JVM. The Java
+// id is unique for the JVM's life; the name and native id guard against
+// dumps from different JVMs.
+type threadKey struct {
+	name string
+	id   int64
+	os   int64
+}
+
+type threadAgg struct {
+	seen                    int
+	lastSeq                 int
+	firstCPU, lastCPU       time.Duration
+	firstElapsed, lastElaps time.Duration
+	firstTime, lastTime     time.Time
+	hasCPU                  bool
+	stack                   string
+	sameStack               bool
+	state                   threaddump.State
+	topFrame                string
+	waitOwner               string
+}
+
+// FoldedStack counts one distinct stack (root first) over all dumps.
+type FoldedStack struct {
+	// Frames are "Class.method" names, root first.
+	Frames []string
+	// Count is the number of thread samples with this stack; ByState splits
+	// it by Java state.
+	Count   int
+	ByState map[string]int
+	// ByLock counts the samples of this stack that queued on a lock, by
+	// LockSummary.ID, so a flame graph of one lock's waiters can be drawn.
+	ByLock map[string]int
+}
+
+// maxJavaThreads bounds the per-Java-thread table of a long series; threads
+// absent from the latest dump are forgotten first.
+const maxJavaThreads = 20000
+
+func (a *Aggregator) addDump(s *sample.Snapshot, dt time.Duration) dumpTick {
+	d := s.Dump
+	a.dumps++
+	seq := a.dumps
+	a.lastDump = d
+	if !d.Time.IsZero() {
+		if a.firstDumpT.IsZero() {
+			a.firstDumpT = d.Time
+		}
+		a.lastDumpT = d.Time
+	}
+	for _, w := range d.Warnings {
+		a.warn(prefixSource(s.Source, d, w))
+	}
+	if d.UnknownLines > 0 {
+		ex := ""
+		if len(d.UnknownSamples) > 0 {
+			u := d.UnknownSamples[0]
+			ex = fmt.Sprintf(" (first at line %d: %q)", u.Line, truncate(u.Text, 80))
+		}
+		a.warn(prefixSource(s.Source, d, fmt.Sprintf("%d lines not understood%s", d.UnknownLines, ex)))
+	}
+	tick := dumpTick{dump: d, byTID: map[int]*threaddump.Thread{}, waitsOn: map[*threaddump.Thread]string{}, lockWaiters: map[string][]*threaddump.Thread{}}
+	for i := range d.Threads {
+		t := &d.Threads[i]
+		if t.OSThreadID > 0 {
+			tick.byTID[int(t.OSThreadID)] = t
+		}
+	}
+	locks := d.Locks()
+	a.addJavaLocks(locks, dt, &tick)
+	a.addDeadlocks(d, seq)
+	a.addJavaThreads(d, s.Time, seq, ownersOfWaits(locks))
+	a.addStacks(d, tick.waitsOn)
+
+	states := map[string]int{}
+	for i := range d.Threads {
+		states[stateName(d.Threads[i].State)]++
+	}
+	t := s.Time
+	if t.IsZero() {
+		t = d.Time
+	}
+	if !t.IsZero() {
+		ts := a.timeline("java_threads_by_state")
+		for _, st := range []string{"RUNNABLE", "BLOCKED", "WAITING", "TIMED_WAITING"} {
+			ts.add(st, t, float64(states[st]))
+		}
+	}
+	return tick
+}
+
+// ownersOfWaits maps each queued thread to the owner of the lock it queues
+// on ("" when unknown), so a thread that waits behind a changing owner is
+// not mistaken for a stuck one.
+func ownersOfWaits(locks []*threaddump.LockInfo) map[*threaddump.Thread]string {
+	m := map[*threaddump.Thread]string{}
+	for _, li := range locks {
+		owner := ""
+		if li.Owner != nil {
+			owner = li.Owner.Name + "\x00" + fmt.Sprint(li.Owner.ID)
+		}
+		for _, w := range li.Waiters {
+			m[w.Thread] = owner
+		}
+	}
+	return m
+}
+
+// waitFrame is the first application frame at or below the frame where the
+// thread waits: where the program asked for the lock, not the JDK internals
+// it went through.
+func waitFrame(w threaddump.Waiter) string {
+	return appFrameFrom(w.Thread.Frames, max(w.Frame, 0))
+}
+
+// appFrameFrom returns the first frame at or below start that is not the
+// JDK's own, or the frame at start when every one is.
+func appFrameFrom(fr []threaddump.Frame, start int) string {
+	for i := start; i < len(fr); i++ {
+		if !isLibraryFrame(fr[i].Class) {
+			return fr[i].String()
+		}
+	}
+	if start < len(fr) {
+		return fr[start].String()
+	}
+	return ""
+}
+
+// isLibraryFrame reports frames of the JDK itself.
+func isLibraryFrame(class string) bool {
+	for _, p := range []string{"java.", "javax.", "jdk.", "sun.", "com.sun."} {
+		if strings.HasPrefix(class, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Aggregator) addDeadlocks(d *threaddump.Dump, seq int) {
+	note := func(threads []string, locks []LockRef, jvm bool) {
+		key := cycleKey(threads)
+		da := a.deadlocks[key]
+		if da == nil {
+			da = &deadlockAgg{summary: DeadlockSummary{Threads: threads, Locks: locks}}
+			a.deadlocks[key] = da
+		}
+		if jvm {
+			da.jvm = true
+		} else {
+			da.ctprof = true
+		}
+		if da.lastSeq != seq {
+			da.lastSeq = seq
+			da.summary.Dumps++
+		}
+	}
+	for _, dl := range d.Deadlocks {
+		var locks []LockRef
+		for _, e := range dl.Edges {
+			kind := "monitor"
+			if e.Synchronizer {
+				kind = "synchronizer"
+			}
+			locks = append(locks, LockRef{Kind: kind, Class: e.WaitsFor.Class, Address: e.WaitsFor.Address})
+		}
+		note(append([]string(nil), dl.Threads...), locks, true)
+	}
+	for _, c := range d.FindDeadlocks() {
+		var names []string
+		var locks []LockRef
+		for i, t := range c.Threads {
+			names = append(names, t.Name)
+			kind := "monitor"
+			if ev, ok := t.BlockedOn(); ok && ev.Action == threaddump.LockParking {
+				kind = "synchronizer"
+			}
+			locks = append(locks, LockRef{Kind: kind, Class: c.Locks[i].Class, Address: c.Locks[i].Address})
+		}
+		note(names, locks, false)
+	}
+}
+
+// cycleKey identifies a cycle by its set of threads, whatever thread the
+// report starts with.
+func cycleKey(names []string) string {
+	s := append([]string(nil), names...)
+	sort.Strings(s)
+	return strings.Join(s, "\x00")
+}
+
+func (a *Aggregator) addJavaThreads(d *threaddump.Dump, when time.Time, seq int, waitOwner map[*threaddump.Thread]string) {
+	if when.IsZero() {
+		when = d.Time
+	}
+	for i := range d.Threads {
+		t := &d.Threads[i]
+		k := threadKey{name: t.Name, id: t.ID, os: t.OSThreadID}
+		ta := a.jthreads[k]
+		stack := stackKey(t)
+		top := ""
+		if len(t.Frames) > 0 {
+			top = t.Frames[0].String()
+		}
+		owner := waitOwner[t]
+		if ta == nil {
+			ta = &threadAgg{firstCPU: t.CPU, firstElapsed: t.Elapsed, firstTime: when, hasCPU: t.HasCPU, stack: stack, sameStack: true, state: t.State, topFrame: top, waitOwner: owner}
+			a.jthreads[k] = ta
+		} else if stack != ta.stack || t.State != ta.state || owner != ta.waitOwner {
+			ta.sameStack = false
+		}
+		ta.seen++
+		ta.lastSeq = seq
+		ta.lastCPU, ta.lastElaps, ta.lastTime = t.CPU, t.Elapsed, when
+		ta.hasCPU = ta.hasCPU && t.HasCPU
+	}
+	if len(a.jthreads) > maxJavaThreads {
+		for k, ta := range a.jthreads {
+			if ta.lastSeq != seq {
+				delete(a.jthreads, k)
+			}
+		}
+	}
+}
+
+func stackKey(t *threaddump.Thread) string {
+	var b strings.Builder
+	for _, f := range t.Frames {
+		b.WriteString(f.Class)
+		b.WriteByte('.')
+		b.WriteString(f.Method)
+		b.WriteByte(':')
+		b.WriteString(fmt.Sprint(f.Line))
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+func (a *Aggregator) addStacks(d *threaddump.Dump, waitsOn map[*threaddump.Thread]string) {
+	for _, t := range d.AllThreads() {
+		if len(t.Frames) == 0 {
+			continue
+		}
+		frames := make([]string, len(t.Frames))
+		for i, f := range t.Frames {
+			frames[len(t.Frames)-1-i] = f.Function()
+		}
+		key := strings.Join(frames, ";")
+		fs := a.stacks[key]
+		if fs == nil {
+			fs = &FoldedStack{Frames: frames, ByState: map[string]int{}}
+			a.stacks[key] = fs
+		}
+		countStack(fs, stateName(t.State), waitsOn[t])
+	}
+	if len(a.stacks) > a.opts.MaxStacks {
+		a.pruneStacks()
+	}
+}
+
+func countStack(fs *FoldedStack, state, lock string) {
+	fs.Count++
+	fs.ByState[state]++
+	if lock != "" {
+		if fs.ByLock == nil {
+			fs.ByLock = map[string]int{}
+		}
+		fs.ByLock[lock]++
+	}
+}
+
+// pruneStacks merges all but the commonest MaxStacks/2 distinct stacks into
+// one entry, so totals stay right while memory stays bounded (and the next
+// prune is half a table away).
+func (a *Aggregator) pruneStacks() {
+	all := make([]*FoldedStack, 0, len(a.stacks))
+	keys := make(map[*FoldedStack]string, len(a.stacks))
+	for k, s := range a.stacks {
+		all = append(all, s)
+		keys[s] = k
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Count > all[j].Count })
+	if a.stacksOther == nil {
+		a.stacksOther = &FoldedStack{Frames: []string{"(other stacks)"}, ByState: map[string]int{}}
+	}
+	o := a.stacksOther
+	for _, s := range all[a.opts.MaxStacks/2:] {
+		o.Count += s.Count
+		for k, v := range s.ByState {
+			o.ByState[k] += v
+		}
+		for k, v := range s.ByLock {
+			if o.ByLock == nil {
+				o.ByLock = map[string]int{}
+			}
+			o.ByLock[k] += v
+		}
+		delete(a.stacks, keys[s])
+	}
+}
+
+func stateName(s threaddump.State) string {
+	if s == threaddump.StateNone {
+		return "NONE"
+	}
+	return string(s)
+}
+
+// Stacks returns the distinct stacks seen, most frequent first. The
+// returned stacks are copies the caller may keep.
+func (a *Aggregator) Stacks() []*FoldedStack {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]*FoldedStack, 0, len(a.stacks)+1)
+	for _, s := range a.stacks {
+		out = append(out, copyStack(s))
+	}
+	if a.stacksOther != nil {
+		out = append(out, copyStack(a.stacksOther))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return strings.Join(out[i].Frames, ";") < strings.Join(out[j].Frames, ";")
+	})
+	return out
+}
+
+func copyStack(s *FoldedStack) *FoldedStack {
+	c := &FoldedStack{Frames: s.Frames, Count: s.Count, ByState: make(map[string]int, len(s.ByState))}
+	for k, v := range s.ByState {
+		c.ByState[k] = v
+	}
+	if s.ByLock != nil {
+		c.ByLock = make(map[string]int, len(s.ByLock))
+		for k, v := range s.ByLock {
+			c.ByLock[k] = v
+		}
+	}
+	return c
+}

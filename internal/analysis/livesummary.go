@@ -1,0 +1,312 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/ctprof/ctprof/pkg/threaddump"
+)
+
+// liveSummary fills the live-sampling parts of the summary.
+func (a *Aggregator) liveSummary(s *Summary) {
+	o := a.os
+	if a.target != nil {
+		t := a.target
+		s.Target = &TargetSummary{PID: t.PID, Name: t.Name, Kind: string(t.Kind), CPUs: t.CPUs}
+	}
+	if !a.first.IsZero() && a.last.After(a.first) && (o.samples > 0 || a.dumps > 1) {
+		s.DurationSeconds = round3(a.last.Sub(a.first).Seconds())
+	}
+	if o.samples == 0 {
+		return
+	}
+	wall := o.last.Sub(o.first).Seconds()
+	if a.dumps == 0 {
+		s.Threads = o.lastThreads
+	}
+	s.OSStates = o.osStates
+
+	total := o.total()
+	tot := &Totals{
+		CPUSeconds: round6(total.cpu.Seconds()), VoluntarySwitches: total.voluntary, InvoluntarySwitches: total.involuntary,
+		RunQueueWaitSeconds: round6(total.runQueueWait.Seconds()),
+	}
+	if o.hostFirst != nil && o.hostLast.ContextSwitches >= o.hostFirst.ContextSwitches {
+		tot.HostSwitches = o.hostLast.ContextSwitches - o.hostFirst.ContextSwitches
+	}
+	s.Totals = tot
+	cs := &ContextSwitchSummary{}
+	if wall > 0 {
+		cs.VoluntaryPerSecond = round1(float64(total.voluntary) / wall)
+		cs.InvoluntaryPerSecond = round1(float64(total.involuntary) / wall)
+		s.CPUPercent = round1(100 * total.cpu.Seconds() / wall)
+	}
+	if busy := total.runTime + total.runQueueWait; busy > 0 {
+		s.RunQueueWaitShare = round3(total.runQueueWait.Seconds() / busy.Seconds())
+	}
+	if hw := o.hostLastT.Sub(o.hostFirstT).Seconds(); hw > 0 {
+		cs.HostPerSecond = round1(float64(tot.HostSwitches) / hw)
+	}
+	s.ContextSwitches = cs
+	if h := o.hostLast; h != nil {
+		s.Host = &HostSummary{CPUs: h.CPUs, Load1: h.Load1, ProcsRunning: h.ProcsRunning, ProcsBlocked: h.ProcsBlocked}
+	}
+	if a.target != nil && a.target.CPUs > 0 && wall > 0 {
+		used := total.cpu.Seconds() / wall
+		s.CPUUse = &CPUUse{CoresUsed: round3(used), CPUsAllowed: a.target.CPUs, ShareOfAllowed: round3(used / float64(a.target.CPUs))}
+	}
+
+	rows := a.liveThreadRows()
+	s.ThreadCPU = s.ThreadCPU[:0]
+	for i, r := range rows {
+		if i == maxThreadCPU {
+			break
+		}
+		s.ThreadCPU = append(s.ThreadCPU, r)
+	}
+	s.Pools = a.liveThreadPools(wall)
+	if a.dumps > 0 {
+		// Java states by pool, from the join, beside the live rates.
+		byPool := map[string]map[string]int{}
+		for _, ta := range o.threads {
+			if ta.javaState == "" {
+				continue
+			}
+			p := PoolName(ta.name)
+			if byPool[p] == nil {
+				byPool[p] = map[string]int{}
+			}
+			byPool[p][stateName(ta.javaState)]++
+		}
+		for i := range s.Pools {
+			if st := byPool[s.Pools[i].Name]; st != nil {
+				s.Pools[i].States = st
+			}
+		}
+	}
+	s.Scheduling = a.scheduling(rows, total, wall)
+	s.Wakeups = a.wakeups(wall, cs.HostPerSecond)
+
+	for addr, c := range o.conds {
+		s.FutexWaits = append(s.FutexWaits, FutexWaitSummary{
+			Address: fmt.Sprintf("0x%x", addr), Symbol: futexSymbol(c.fw.Location.Symbol, c.fw.Location.String()),
+			Module: c.fw.Location.Module, Kind: string(c.fw.Kind), Waiters: c.peak,
+			AvgWaiters: round3(float64(c.waiterSum) / float64(o.samples)),
+		})
+	}
+	sort.Slice(s.FutexWaits, func(i, j int) bool {
+		if s.FutexWaits[i].Waiters != s.FutexWaits[j].Waiters {
+			return s.FutexWaits[i].Waiters > s.FutexWaits[j].Waiters
+		}
+		return s.FutexWaits[i].Address < s.FutexWaits[j].Address
+	})
+
+	if c := o.conns; c != nil {
+		cs := &ConnectionSummary{Established: c.Established, ByPort: map[string]int{}, Listening: append([]int{}, c.Listening...), Peers: c.Peers}
+		for p, n := range c.ByLocalPort {
+			cs.ByPort[fmt.Sprint(p)] = n
+		}
+		s.Connections = cs
+		s.ThreadsPerConnection = a.threadsPerConnection(o.lastThreads, c.Established)
+	}
+	var miss []string
+	for m := range a.missing {
+		miss = append(miss, m)
+	}
+	sort.Strings(miss)
+	for _, m := range miss {
+		s.Warnings = append(s.Warnings, missingHint(m))
+	}
+}
+
+func futexSymbol(symbol, rendered string) *string {
+	if symbol == "" {
+		return nil
+	}
+	return &rendered
+}
+
+// liveThreadRows is the per-thread table of a live run, busiest first.
+func (a *Aggregator) liveThreadRows() []ThreadCPU {
+	type row struct {
+		key osKey
+		agg *osThreadAgg
+	}
+	rows := make([]row, 0, len(a.os.threads))
+	for k, ta := range a.os.threads {
+		rows = append(rows, row{k, ta})
+	}
+	cpuOf := func(r row) float64 { return (r.agg.last.cpu - r.agg.base.cpu).Seconds() }
+	sort.Slice(rows, func(i, j int) bool {
+		ci, cj := cpuOf(rows[i]), cpuOf(rows[j])
+		if ci != cj {
+			return ci > cj
+		}
+		return rows[i].key.tid < rows[j].key.tid
+	})
+	out := make([]ThreadCPU, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, threadRow(r.key.tid, r.agg))
+	}
+	return out
+}
+
+func threadRow(tid int, ta *osThreadAgg) ThreadCPU {
+	d := ta.last.sub(ta.base)
+	w := ta.lstT.Sub(ta.firstT).Seconds()
+	tc := ThreadCPU{
+		Thread: ta.name, TID: tid, CPUSeconds: round3(d.cpu.Seconds()),
+		Policy: policyName(ta.policy), Nice: ta.nice, RTPriority: ta.rtPriority, CPUsAllowed: ta.cpusAllowed,
+		OSState: osStateName(ta.state), LastCPU: ta.processor,
+	}
+	if ta.javaState != "" {
+		tc.JavaState = string(ta.javaState)
+	}
+	if w > 0 {
+		tc.Percent = round1(100 * d.cpu.Seconds() / w)
+		tc.VoluntaryPerSecond = round1(float64(d.voluntary) / w)
+		tc.InvoluntaryPerSecond = round1(float64(d.involuntary) / w)
+	}
+	if busy := d.runTime + d.runQueueWait; busy > 0 {
+		tc.RunQueueWaitShare = round3(d.runQueueWait.Seconds() / busy.Seconds())
+	}
+	return tc
+}
+
+// threadsPerConnection relates threads to connections: the plain ratio
+// now, and when the connection count moved during the run, the line that
+// fits threads against connections and the pools that follow it.
+func (a *Aggregator) threadsPerConnection(threads, conns int) *ThreadsPerConnection {
+	f := &a.conns.fit
+	t := &ThreadsPerConnection{MinConnections: int(f.minX), MaxConnections: int(f.maxX)}
+	if conns > 0 {
+		t.Ratio = round3(float64(threads) / float64(conns))
+	}
+	if !f.varies() {
+		if conns == 0 {
+			return nil
+		}
+		return t
+	}
+	slope, icept, r2 := f.fit()
+	slope, icept, r2 = round3(slope), round3(icept), round3(r2)
+	t.Slope, t.Intercept, t.R2 = &slope, &icept, &r2
+	for name, pa := range a.pools {
+		if !pa.fit.varies() {
+			continue
+		}
+		ps, _, pr2 := pa.fit.fit()
+		// A pool grows with the users when it adds at least half a thread
+		// per connection and the line explains most of its size.
+		if ps >= 0.5 && pr2 >= 0.8 {
+			t.GrowingPools = append(t.GrowingPools, PoolGrowth{Pool: name, Slope: round3(ps), R2: round3(pr2)})
+		}
+	}
+	sort.Slice(t.GrowingPools, func(i, j int) bool {
+		if t.GrowingPools[i].Slope != t.GrowingPools[j].Slope {
+			return t.GrowingPools[i].Slope > t.GrowingPools[j].Slope
+		}
+		return t.GrowingPools[i].Pool < t.GrowingPools[j].Pool
+	})
+	if len(t.GrowingPools) > 10 {
+		t.GrowingPools = t.GrowingPools[:10]
+	}
+	return t
+}
+
+// scheduling describes CPU saturation: threads runnable against CPUs, the
+// time they wait in the run queue, and the threads that wait most.
+func (a *Aggregator) scheduling(rows []ThreadCPU, total counters, wall float64) *Scheduling {
+	o := a.os
+	cpus := 0
+	if a.target != nil {
+		cpus = a.target.CPUs
+	}
+	sc := &Scheduling{RunnableAvg: round3(float64(o.runnableSum) / float64(o.samples)), CPUs: cpus, Suffering: []ThreadCPU{}}
+	if busy := total.runTime + total.runQueueWait; busy > 0 {
+		sc.RunQueueWaitShare = round3(total.runQueueWait.Seconds() / busy.Seconds())
+	}
+	if wall > 0 && len(o.threads) > 0 {
+		sc.InvoluntaryPerThreadPerSecond = round3(float64(total.involuntary) / wall / float64(len(o.threads)))
+		sc.WaitingForCPUAvg = round3(total.runQueueWait.Seconds() / wall)
+	}
+	if o.hostLast != nil {
+		sc.HostLoad1 = o.hostLast.Load1
+	}
+	suffer := append([]ThreadCPU(nil), rows...)
+	sort.SliceStable(suffer, func(i, j int) bool { return suffer[i].RunQueueWaitShare > suffer[j].RunQueueWaitShare })
+	for _, r := range suffer {
+		if len(sc.Suffering) == 5 || r.RunQueueWaitShare < 0.05 {
+			break
+		}
+		sc.Suffering = append(sc.Suffering, r)
+	}
+	return sc
+}
+
+// Wake-up storm thresholds: a thread that sleeps in a timed wait in most
+// samples, wakes at least 5 times a second, and uses under 5 % of a core
+// polls rather than works.
+const (
+	wakeupMinPerSecond = 5.0
+	wakeupMaxCPU       = 0.05
+	wakeupMinSleeping  = 0.5
+)
+
+// wakeups finds pools whose threads wake often to do little.
+func (a *Aggregator) wakeups(wall, hostPerSecond float64) []Wakeup {
+	type acc struct {
+		threads int
+		rate    float64
+		cpu     float64
+		periods []float64
+	}
+	by := map[string]*acc{}
+	for _, ta := range a.os.threads {
+		w := ta.lstT.Sub(ta.firstT).Seconds()
+		if ta.seen < 3 || w < 1 {
+			continue
+		}
+		d := ta.last.sub(ta.base)
+		rate := float64(d.voluntary) / w
+		cpu := d.cpu.Seconds() / w
+		timed := ta.timedWaits >= int(wakeupMinSleeping*float64(ta.seen)) || ta.javaState == threaddump.StateTimedWaiting
+		if rate < wakeupMinPerSecond || cpu >= wakeupMaxCPU || !timed {
+			continue
+		}
+		p := PoolName(ta.name)
+		x := by[p]
+		if x == nil {
+			x = &acc{}
+			by[p] = x
+		}
+		x.threads++
+		x.rate += rate
+		x.cpu += cpu
+		x.periods = append(x.periods, 1000/rate)
+	}
+	var out []Wakeup
+	for p, x := range by {
+		sort.Float64s(x.periods)
+		wk := Wakeup{
+			Pool: p, Threads: x.threads, PerSecond: round1(x.rate),
+			PeriodMillis:        round1(x.periods[len(x.periods)/2]),
+			CPUPercentPerThread: round3(100 * x.cpu / float64(x.threads)),
+		}
+		if hostPerSecond > 0 {
+			wk.HostShare = round3(math.Min(x.rate/hostPerSecond, 1))
+		}
+		out = append(out, wk)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].PerSecond != out[j].PerSecond {
+			return out[i].PerSecond > out[j].PerSecond
+		}
+		return out[i].Pool < out[j].Pool
+	})
+	if len(out) > 10 {
+		out = out[:10]
+	}
+	return out
+}
