@@ -20,7 +20,9 @@ type lockAgg struct {
 	addresses []string
 	address   string // at the peak
 
-	samples        int // samples with at least one waiter
+	samples int // samples with at least one waiter
+	// current is the waiter count of the latest sample of the lock's kind.
+	current        int
 	waiterSum      int
 	peak           int
 	blockedSeconds float64
@@ -201,7 +203,13 @@ func (a *Aggregator) addJavaLocks(locks []*threaddump.LockInfo, dt time.Duration
 			la.noteAddressSeen(best.Lock.Address)
 		}
 	}
-	a.noteLockSeries(tick.dump.Time, by2ids(order, func(o *obs) (string, int) { return o.la.id, len(o.waiters) }))
+	now := by2ids(order, func(o *obs) (string, int) { return o.la.id, len(o.waiters) })
+	for _, la := range a.locks {
+		if la.kind != "futex" {
+			la.current = now[la.id]
+		}
+	}
+	a.noteLockSeries(tick.dump.Time, now)
 }
 
 // noteAddressSeen records an address without moving the peak's.
@@ -296,9 +304,10 @@ func (a *Aggregator) addFutexLocks(s *sample.Snapshot, dt time.Duration, names f
 			}
 		}
 	}
-	if !s.Time.IsZero() {
-		for id, la := range a.locks {
-			if la.kind == "futex" {
+	for id, la := range a.locks {
+		if la.kind == "futex" {
+			la.current = now[id]
+			if !s.Time.IsZero() {
 				la.waiters.add(s.Time, float64(now[id]))
 			}
 		}
@@ -318,6 +327,7 @@ func (a *Aggregator) lockSummaries() []LockSummary {
 			ID: la.id, Kind: la.kind, Class: la.class, Address: la.address,
 			Owner: la.owner, OwnerFrame: la.ownerFrame, OwnerLockFrame: la.ownerLockFrame,
 			Waiters:              la.peak,
+			CurrentWaiters:       la.current,
 			WaiterThreads:        append([]string{}, la.waiterNames...),
 			BlockedThreadSeconds: round3(la.blockedSeconds),
 			WaitFrames:           la.waitFrames.top(5),

@@ -153,6 +153,8 @@ type LockSummary struct {
 	// Waiters is the number of threads queued on the lock: in the one dump,
 	// or the peak over a series.
 	Waiters int `json:"waiters"`
+	// CurrentWaiters is the number queued in the latest sample.
+	CurrentWaiters int `json:"current_waiters"`
 	// AvgWaiters is the mean number of waiters over all dumps, and
 	// BlockedShare the fraction of dumps in which the lock had a waiter.
 	AvgWaiters   float64 `json:"avg_waiters"`

@@ -248,3 +248,35 @@ func TestCountersAdvanceThroughCachedFiles(t *testing.T) {
 	}))
 	assert.Positive(t, r.open, "descriptors are cached between sweeps")
 }
+
+// The netlink path and the /proc path must agree on the same process.
+func TestConnectionsNetlinkAgreesWithProc(t *testing.T) {
+	p := testnative.Start(t, "tcp_server", "1")
+	for i := 0; i < 3; i++ {
+		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", p.Value("PORT")))
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+	}
+	fs := NewFS("/proc")
+	require.True(t, fs.sameNetNS(p.PID))
+	var viaNetlink *Connections
+	require.NoError(t, pollUntil(20*time.Second, func() error {
+		var err error
+		viaNetlink, err = fs.Connections(p.PID, 0)
+		if err != nil {
+			return err
+		}
+		if viaNetlink.Established != 3 {
+			return fmt.Errorf("%d established", viaNetlink.Established)
+		}
+		return nil
+	}))
+	// A root other than "/proc" never uses netlink: same machine, /proc path.
+	viaProc, err := NewFS("/proc/").Connections(p.PID, 0)
+	require.NoError(t, err)
+	assert.Equal(t, viaNetlink.Established, viaProc.Established)
+	assert.Equal(t, viaNetlink.ByLocalPort, viaProc.ByLocalPort)
+	assert.Equal(t, viaNetlink.Listening, viaProc.Listening)
+	assert.Equal(t, viaNetlink.Peers, viaProc.Peers)
+	assert.Equal(t, viaNetlink.Inbound, viaProc.Inbound)
+}

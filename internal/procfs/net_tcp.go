@@ -34,8 +34,9 @@ const (
 )
 
 // Connections reads pid's TCP sockets: its socket inodes from fd/, joined
-// with its own network namespace's net/tcp and net/tcp6, so a process in a
-// container is seen from its side. port > 0 counts only connections whose
+// with the sockets of its network namespace — from sock_diag netlink when
+// it shares ctprof's namespace, otherwise from its own net/tcp and
+// net/tcp6, so a process in a container is seen from its side. port > 0 counts only connections whose
 // local port is port (the clients of one server port). Reading fd/ needs
 // the target's user or root: ErrPermission otherwise.
 func (f FS) Connections(pid, port int) (*Connections, error) {
@@ -48,7 +49,37 @@ func (f FS) Connections(pid, port int) (*Connections, error) {
 	type conn struct{ local int }
 	var est []conn
 	listening := map[int]bool{}
+	visit := func(e tcpEntry) {
+		if _, ok := inodes[e.inode]; !ok {
+			return
+		}
+		switch e.state {
+		case tcpListen:
+			listening[e.localPort] = true
+		case tcpEstablished:
+			if port > 0 && e.localPort != port {
+				return
+			}
+			est = append(est, conn{e.localPort})
+			peers[string(e.remoteAddr)] = struct{}{}
+		}
+	}
+	netlinkDone := false
+	if f.sameNetNS(pid) {
+		switch err := tcpSocketsNetlink(visit); {
+		case err == nil:
+			netlinkDone = true
+		case errors.Is(err, errNetlinkUnavailable):
+			// Fall back to /proc below, from scratch.
+			est, peers, listening = est[:0], map[string]struct{}{}, map[int]bool{}
+		default:
+			return nil, err
+		}
+	}
 	for _, file := range []string{"tcp", "tcp6"} {
+		if netlinkDone {
+			break
+		}
 		path := f.pidPath(pid, "net", file)
 		b, err := f.readFile(path)
 		if err != nil {
@@ -57,22 +88,7 @@ func (f FS) Connections(pid, port int) (*Connections, error) {
 			}
 			return nil, err
 		}
-		err = scanTCP(b, func(e tcpEntry) {
-			if _, ok := inodes[e.inode]; !ok {
-				return
-			}
-			switch e.state {
-			case tcpListen:
-				listening[e.localPort] = true
-			case tcpEstablished:
-				if port > 0 && e.localPort != port {
-					return
-				}
-				est = append(est, conn{e.localPort})
-				peers[string(e.remoteAddr)] = struct{}{}
-			}
-		})
-		if err != nil {
+		if err := scanTCP(b, visit); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
