@@ -175,9 +175,9 @@ func lockSeriesEvidence(l LockSummary) []string {
 	return ev
 }
 
-// lockName names a lock in a sentence: "monitor SyncSingleton", "futex
+// LockName names a lock in a sentence: "monitor SyncSingleton", "futex
 // contended_mutex (app+0x4040)".
-func lockName(l LockSummary) string {
+func LockName(l LockSummary) string {
 	if l.Kind == "futex" {
 		if l.Symbol != nil {
 			return "futex " + *l.Symbol
@@ -217,7 +217,7 @@ func serializationFindings(s *Summary) []Finding {
 			avg = "in the one sample"
 		}
 		sum := fmt.Sprintf("%s serializes pool %q: of its %.0f threads, %.1f run %s while %.1f queue for it%s.",
-			capitalize(lockName(l)), sr.Pool, sr.Threads, sr.Running, avg, sr.Queueing, where)
+			capitalize(LockName(l)), sr.Pool, sr.Threads, sr.Running, avg, sr.Queueing, where)
 		ev := []string{fmt.Sprintf("over %s", plural(sr.Samples, "sample"))}
 		if u := s.CPUUse; u != nil {
 			ev = append(ev, fmt.Sprintf("the process uses %.2f of its %d CPUs (%.0f %%)", u.CoresUsed, u.CPUsAllowed, 100*u.ShareOfAllowed))

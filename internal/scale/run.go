@@ -1,0 +1,292 @@
+// Package scale runs scalability experiments: a workload run once per CPU
+// count (or concurrency level), its throughput measured and the process
+// profiled meanwhile through the same Aggregator as every other mode, so
+// the lock that grows as CPUs are added can be named.
+package scale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/sample"
+)
+
+// Vary names the dimension a run varies.
+type Vary string
+
+// Dimensions.
+const (
+	VaryCPUs        Vary = "cpus"
+	VaryConcurrency Vary = "concurrency"
+)
+
+// Options describe an experiment.
+type Options struct {
+	// Command is the workload: it runs until stopped and reports its
+	// throughput (see Throughput). With VaryConcurrency every "{n}" in it
+	// is replaced by the level, and CTPROF_CONCURRENCY=n is in its
+	// environment.
+	Command []string
+	Vary    Vary
+	// Levels are the CPU counts or concurrency levels, ascending.
+	Levels []int
+	// CPUs are the CPUs a CPU level picks from (its first n).
+	CPUs []int
+	// Warmup is waited before measuring; Measure is the measurement.
+	Warmup, Measure time.Duration
+	// Interval is the profiling interval.
+	Interval time.Duration
+	// NewThroughput makes the throughput reader of one level; a
+	// RegexThroughput gets the workload's output.
+	NewThroughput func() (Throughput, error)
+	// Sampler makes the profiler of one level's process; nil uses
+	// sample.NewSampler with Interval.
+	Sampler func(pid int) (Runner, error)
+	// Dir is the workload's working directory.
+	Dir string
+}
+
+// Runner is a live profiler of one process (a *sample.Sampler).
+type Runner interface {
+	Run(ctx context.Context, fn func(*sample.Snapshot)) (sample.StopReason, error)
+	Close() error
+}
+
+// Level is one run of the workload.
+type Level struct {
+	N          int
+	Throughput float64
+	// Normalized is throughput over the first level's (for CPUs: the
+	// speed-up relative to the smallest CPU count).
+	Normalized float64
+	Summary    *analysis.Summary
+}
+
+// Result is a whole experiment.
+type Result struct {
+	Vary       Vary
+	Throughput string // where the figures come from
+	Levels     []Level
+	// Locks follows each lock seen contended at any level across the
+	// levels, most growing first.
+	Locks []LockTrend
+}
+
+// LockTrend is one lock's contention at each level.
+type LockTrend struct {
+	ID   string
+	Name string
+	Site string
+	// BlockedShare[i] is the share of samples at Levels[i] in which a
+	// thread queued on it; AvgWaiters[i] the mean number queued.
+	BlockedShare []float64
+	AvgWaiters   []float64
+}
+
+// ErrWorkloadFailed means the workload exited or could not be measured.
+var ErrWorkloadFailed = errors.New("workload failed")
+
+// Run runs the experiment, reporting progress through note.
+func Run(ctx context.Context, o Options, note func(string)) (*Result, error) {
+	if len(o.Command) == 0 {
+		return nil, fmt.Errorf("no workload command")
+	}
+	if len(o.Levels) < 2 {
+		return nil, fmt.Errorf("a scaling run needs at least two levels, got %v", o.Levels)
+	}
+	if o.Vary == VaryCPUs {
+		for _, n := range o.Levels {
+			if n < 1 || n > len(o.CPUs) {
+				return nil, fmt.Errorf("cannot bind to %d CPUs: ctprof may use %d (%v)", n, len(o.CPUs), o.CPUs)
+			}
+		}
+	}
+	if note == nil {
+		note = func(string) {}
+	}
+	res := &Result{Vary: o.Vary}
+	for _, n := range o.Levels {
+		lv, desc, err := runLevel(ctx, o, n, note)
+		if err != nil {
+			return res, fmt.Errorf("at %d %s: %w", n, o.Vary, err)
+		}
+		res.Throughput = desc
+		res.Levels = append(res.Levels, lv)
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+	}
+	if base := res.Levels[0].Throughput; base > 0 {
+		for i := range res.Levels {
+			res.Levels[i].Normalized = res.Levels[i].Throughput / base
+		}
+	}
+	res.Locks = lockTrends(res.Levels)
+	return res, nil
+}
+
+func runLevel(ctx context.Context, o Options, n int, note func(string)) (Level, string, error) {
+	tp, err := o.NewThroughput()
+	if err != nil {
+		return Level{}, "", err
+	}
+	args := append([]string(nil), o.Command...)
+	env := os.Environ()
+	var cpus []int
+	switch o.Vary {
+	case VaryCPUs:
+		cpus = o.CPUs[:n]
+	case VaryConcurrency:
+		for i, a := range args {
+			args[i] = strings.ReplaceAll(a, "{n}", strconv.Itoa(n))
+		}
+		env = append(env, "CTPROF_CONCURRENCY="+strconv.Itoa(n))
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = env
+	cmd.Dir = o.Dir
+	out := &tail{}
+	var sink io.Writer = &lineWriter{fn: out.add}
+	if rt, ok := tp.(*RegexThroughput); ok {
+		sink = io.MultiWriter(sink, rt.Writer())
+	}
+	cmd.Stdout, cmd.Stderr = sink, sink
+	// If ctprof dies, the workload must not outlive it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := startBound(cmd, cpus); err != nil {
+		return Level{}, "", fmt.Errorf("%w: start %s: %v", ErrWorkloadFailed, args[0], err)
+	}
+	pid := cmd.Process.Pid
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer stop(cmd, exited)
+
+	where := fmt.Sprintf("%d", n)
+	if cpus != nil {
+		where = fmt.Sprintf("%d CPU(s) %v", n, cpus)
+	}
+	note(fmt.Sprintf("%s: pid %d started, warming up %s", where, pid, o.Warmup))
+	select {
+	case <-ctx.Done():
+		return Level{}, "", ctx.Err()
+	case err := <-exited:
+		exited <- err
+		return Level{}, "", fmt.Errorf("%w: it exited during warm-up (%v); its last output:\n%s", ErrWorkloadFailed, err, out.String())
+	case <-time.After(o.Warmup):
+	}
+
+	newSampler := o.Sampler
+	if newSampler == nil {
+		newSampler = func(pid int) (Runner, error) {
+			return sample.NewSampler(sample.Options{PID: pid, Interval: o.Interval, Duration: o.Measure})
+		}
+	}
+	s, err := newSampler(pid)
+	if err != nil {
+		return Level{}, "", fmt.Errorf("%w: profile pid %d: %v", ErrWorkloadFailed, pid, err)
+	}
+	defer s.Close()
+	if err := tp.Begin(ctx); err != nil {
+		return Level{}, "", fmt.Errorf("%w: %v", ErrWorkloadFailed, err)
+	}
+	note(fmt.Sprintf("%s: measuring for %s", where, o.Measure))
+	agg := analysis.New()
+	mctx, cancel := context.WithTimeout(ctx, o.Measure+o.Interval)
+	reason, runErr := s.Run(mctx, agg.Add)
+	cancel()
+	if ctx.Err() != nil {
+		return Level{}, "", ctx.Err()
+	}
+	if reason == sample.StopTargetGone {
+		return Level{}, "", fmt.Errorf("%w: it exited during the measurement; its last output:\n%s", ErrWorkloadFailed, out.String())
+	}
+	if runErr != nil {
+		return Level{}, "", fmt.Errorf("%w: profiling: %v", ErrWorkloadFailed, runErr)
+	}
+	x, err := tp.End(ctx)
+	if err != nil {
+		return Level{}, "", fmt.Errorf("%w: %v", ErrWorkloadFailed, err)
+	}
+	note(fmt.Sprintf("%s: throughput %.6g", where, x))
+	return Level{N: n, Throughput: x, Summary: agg.Summary()}, tp.Describe(), nil
+}
+
+// stop ends the workload we started: SIGTERM, then SIGKILL after a grace
+// period, by its pid, and reaps it.
+func stop(cmd *exec.Cmd, exited chan error) {
+	select {
+	case <-exited:
+		return
+	default:
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// tail keeps the workload's last lines for error messages.
+type tail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (t *tail) add(line string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lines = append(t.lines, line)
+	if len(t.lines) > 20 {
+		t.lines = t.lines[1:]
+	}
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return "  " + strings.Join(t.lines, "\n  ")
+}
+
+// lockTrends follows every lock contended at some level across all levels.
+func lockTrends(levels []Level) []LockTrend {
+	by := map[string]*LockTrend{}
+	var order []string
+	for i, lv := range levels {
+		if lv.Summary == nil {
+			continue
+		}
+		for _, l := range lv.Summary.Locks {
+			tr := by[l.ID]
+			if tr == nil {
+				tr = &LockTrend{ID: l.ID, Name: analysis.LockName(l), BlockedShare: make([]float64, len(levels)), AvgWaiters: make([]float64, len(levels))}
+				if l.WaitFrame != nil {
+					tr.Site = *l.WaitFrame
+				}
+				by[l.ID] = tr
+				order = append(order, l.ID)
+			}
+			tr.BlockedShare[i] = l.BlockedShare
+			tr.AvgWaiters[i] = l.AvgWaiters
+		}
+	}
+	out := make([]LockTrend, 0, len(order))
+	for _, id := range order {
+		out = append(out, *by[id])
+	}
+	growth := func(t LockTrend) float64 { return t.BlockedShare[len(t.BlockedShare)-1] - t.BlockedShare[0] }
+	sort.SliceStable(out, func(i, j int) bool { return growth(out[i]) > growth(out[j]) })
+	return out
+}
