@@ -31,6 +31,7 @@ var scenarioChecks = map[string]scenarioCheck{
 	"HostileNames":    checkHostileNames,
 	"LogNoise":        checkLogNoise,
 	"ClassInitWait":   checkClassInitWait,
+	"ScaleWorkload":   checkScaleWorkload,
 }
 
 // scenarioArgs pins arguments whose defaults the checks depend on, so a
@@ -41,6 +42,7 @@ var scenarioArgs = map[string][]string{
 	"ManyThreads":    {"4000"},
 	"VirtualThreads": {"100", "200"},
 	"ClassInitWait":  {"3"},
+	"ScaleWorkload":  {"contended"},
 }
 
 // TestScenarios starts every scenario on every JDK it targets and checks
@@ -67,6 +69,15 @@ func TestScenarios(t *testing.T) {
 			})
 		}
 	}
+}
+
+// checkScaleWorkload: one worker per CPU, throughput reported, and the
+// workers serialized on the shared counter's monitor.
+func checkScaleWorkload(t *testing.T, p *Process) {
+	p.WaitForLog(t, 30*time.Second, func(log []byte) bool { return bytes.Count(log, []byte("throughput ")) >= 2 })
+	p.WaitForDump(t, dumpTimeout, func(d []byte) bool {
+		return CountLines(d, "\"worker-0\"") == 1 && CountLines(d, "- locked <", "(a ScaleWorkload$SharedCounter)") == 1
+	})
 }
 
 func checkSyncSingleton(t *testing.T, p *Process) {
