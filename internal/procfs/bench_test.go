@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"net"
 	"strconv"
 	"testing"
 
@@ -102,4 +103,32 @@ func BenchmarkThreadSweep(b *testing.B) {
 		b.StopTimer()
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/thread")
 	})
+}
+
+// BenchmarkConnections reads a real loopback server's connections through
+// sock_diag netlink and through /proc/<pid>/net/tcp{,6}, in one run.
+//
+//	go test -run '^$' -bench Connections -benchmem ./internal/procfs/
+func BenchmarkConnections(b *testing.B) {
+	p := testnative.Start(b, "tcp_server", "1")
+	for i := 0; i < 10; i++ {
+		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", p.Value("PORT")))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+	}
+	for _, tc := range []struct {
+		name string
+		fs   FS
+	}{{"netlink", NewFS("/proc")}, {"proc-net-tcp", NewFS("/proc/")}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := tc.fs.Connections(p.PID, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
