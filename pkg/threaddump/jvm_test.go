@@ -52,22 +52,25 @@ func TestJVMThreadsJoinOSThreads(t *testing.T) {
 	}
 }
 
+// hostileNames are the thread names testdata/java/HostileNames.java gives.
+var hostileNames = []string{
+	"</script><script>alert(1)</script>",
+	"quote\"inside",
+	"comma, colon: semi;",
+	"[brackets] {braces} (parens) <angles>",
+	"Ünïcødé-线程",
+	"tab\there",
+	"\"left\" 'owner', #1 [0x0]",
+	"right: Ünï \"线程\"\t- locked <0x0>",
+	"fake\" #999 daemon prio=5 os_prio=0 tid=0x0 nid=0x0 waiting on condition",
+	"back\\slash & ampersand",
+	"   leading and trailing spaces   ",
+	"emoji-\U0001F680-rocket",
+	"",
+}
+
 func TestJVMHostileNames(t *testing.T) {
-	want := []string{
-		"</script><script>alert(1)</script>",
-		"quote\"inside",
-		"comma, colon: semi;",
-		"[brackets] {braces} (parens) <angles>",
-		"Ünïcødé-线程",
-		"tab\there",
-		"\"left\" 'owner', #1 [0x0]",
-		"right: Ünï \"线程\"\t- locked <0x0>",
-		"fake\" #999 daemon prio=5 os_prio=0 tid=0x0 nid=0x0 waiting on condition",
-		"back\\slash & ampersand",
-		"   leading and trailing spaces   ",
-		"emoji-\U0001F680-rocket",
-		"",
-	}
+	want := hostileNames
 	for _, jdk := range testjvm.All(t) {
 		t.Run(jdk.Name, func(t *testing.T) {
 			t.Parallel()

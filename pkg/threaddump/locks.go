@@ -214,6 +214,26 @@ func (d *Dump) Locks() []*LockInfo {
 			}
 		}
 	}
+	// Thread.dump_to_file (JSON) names a park blocker's owner by thread id.
+	var byID map[int64]*Thread
+	for _, t := range threads {
+		if t.ParkBlockerOwner == 0 {
+			continue
+		}
+		ev, ok := t.BlockedOn()
+		if !ok || ev.Action != LockParking {
+			continue
+		}
+		if byID == nil {
+			byID = map[int64]*Thread{}
+			for _, x := range threads {
+				byID[x.ID] = x
+			}
+		}
+		if li := byAddr[ev.Lock.Address]; li != nil && li.Owner == nil {
+			li.Owner = byID[t.ParkBlockerOwner]
+		}
+	}
 	// Class initialization: the owner is the thread running the class's
 	// static initializer.
 	for addr, li := range byAddr {

@@ -127,6 +127,17 @@ type Thread struct {
 	// "holds none" can be told from "unknown".
 	HasSynchronizerSection bool
 
+	// CarrierID is the Java id of the platform thread a mounted virtual
+	// thread runs on (Thread.dump_to_file JSON); 0 if none or unknown.
+	CarrierID int64
+	// Container is the thread container Thread.dump_to_file lists the
+	// thread under ("<root>", "ForkJoinPool-1/…"); empty for other formats.
+	Container string
+	// ParkBlockerOwner is the Java id of the thread that owns the
+	// synchronizer this thread parks on, when the dump says so
+	// (Thread.dump_to_file JSON); 0 otherwise.
+	ParkBlockerOwner int64
+
 	// Mounted is the virtual thread a carrier runs, when the dump prints its
 	// stack separately ("Mounted virtual thread #N", JDK 25); nil otherwise.
 	Mounted *Thread
