@@ -14,6 +14,7 @@ need() { # need CMD DEBIAN_PACKAGE
 need go golang-go
 need cc gcc
 need git git
+need promtool prometheus # promtool and the prometheus server, for internal/metrics tests
 [ -x "$JDK17_HOME/bin/javac" ] && [ -x "$JDK17_HOME/bin/jcmd" ] || missing_pkgs+=(openjdk-17-jdk-headless)
 
 if [ ${#missing_pkgs[@]} -gt 0 ]; then

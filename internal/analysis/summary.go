@@ -253,6 +253,8 @@ type PoolGrowth struct {
 type SampleCost struct {
 	AvgSeconds  float64 `json:"avg_seconds"`
 	PeakSeconds float64 `json:"peak_seconds"`
+	// LastSeconds is the latest sample's cost.
+	LastSeconds float64 `json:"last_seconds"`
 	// Dumps is the number of thread dumps taken, DumpSeconds their total
 	// wall time, and DumpMethods how they were taken ("attach", "jcmd").
 	Dumps       int            `json:"dumps,omitempty"`

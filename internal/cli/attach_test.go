@@ -169,8 +169,9 @@ func TestAttachByName(t *testing.T) {
 }
 
 // buildCtprof builds the binary once per test run, into a directory other
-// users may read (for the permission test).
+// users may read (for the permission test); TestMain removes it.
 var buildCtprof = sync.OnceValues(func() (string, error) {
+	builtBinary = true
 	dir, err := os.MkdirTemp("", "ctprof-bin-")
 	if err != nil {
 		return "", err
@@ -194,7 +195,6 @@ func TestAttachWithoutPrivilegesSaysWhatIsMissing(t *testing.T) {
 	}
 	bin, err := buildCtprof()
 	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
 	p := testnative.Start(t, "mutex_contention", "3", "2", "2000")
 
 	cmd := exec.Command(bin, "attach", strconv.Itoa(p.PID), "--count", "2", "--interval", "100ms")

@@ -1,0 +1,207 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/exporter-toolkit/web"
+)
+
+// DefaultAddr is where the exporter listens unless told otherwise: the
+// loopback interface only. Listening on every interface takes an explicit
+// ":9901".
+const DefaultAddr = "127.0.0.1:9901"
+
+// ServerOptions configure a Server.
+type ServerOptions struct {
+	// Addr is host:port to listen on (DefaultAddr when empty). A bare
+	// port ("9901") means the loopback interface; ":9901" means all
+	// interfaces; port 0 picks a free port (see Server.Addr).
+	Addr string
+	// WebConfigFile is an exporter-toolkit web configuration file (TLS,
+	// basic auth with bcrypt hashes); empty serves plain HTTP.
+	WebConfigFile string
+	// Logger receives the server's messages; nil discards them.
+	Logger *slog.Logger
+	// Top and Version are passed to the Collector.
+	Top     int
+	Version string
+}
+
+// Server serves /metrics, /healthz and a landing page for a Collector.
+type Server struct {
+	collector *Collector
+	registry  *prometheus.Registry
+	listener  net.Listener
+	http      *http.Server
+	webConfig string
+	logger    *slog.Logger
+
+	closeOnce sync.Once
+}
+
+// NewServer checks the web configuration and binds the listen address, so
+// a port in use or a bad configuration fails here, before any sampling
+// starts. A port in use is an error wrapping syscall.EADDRINUSE.
+func NewServer(o ServerOptions) (*Server, error) {
+	addr, err := normalizeAddr(o.Addr)
+	if err != nil {
+		return nil, err
+	}
+	if o.WebConfigFile != "" {
+		if err := web.Validate(o.WebConfigFile); err != nil {
+			// Not wrapped: the file's errors are the configuration's
+			// problem, not a path for callers to act on.
+			return nil, fmt.Errorf("web config %s: %v", o.WebConfigFile, err)
+		}
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c := NewCollector(CollectorOptions{Top: o.Top, Version: o.Version})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	// ctprof's own CPU and memory: the cost of watching, next to the
+	// targets' metrics.
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector())
+
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, listenError(addr, err)
+	}
+	s := &Server{collector: c, registry: reg, listener: l, webConfig: o.WebConfigFile, logger: logger}
+	s.http = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	return s, nil
+}
+
+// normalizeAddr applies the defaults: empty is DefaultAddr, a bare port
+// is the loopback interface.
+func normalizeAddr(addr string) (string, error) {
+	switch {
+	case addr == "":
+		return DefaultAddr, nil
+	case isPort(addr):
+		return net.JoinHostPort("127.0.0.1", addr), nil
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || !isPort(port) {
+		return "", fmt.Errorf("listen address %q: want host:port, :port or port", addr)
+	}
+	return addr, nil
+}
+
+func isPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 0 && n <= 65535 && s != "" && s[0] != '+' && s[0] != '-'
+}
+
+// listenError says plainly why the address could not be bound
+// ("listen 127.0.0.1:9901: address already in use"), keeping the system
+// error wrapped so callers can add a hint for syscall.EADDRINUSE.
+func listenError(addr string, err error) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return fmt.Errorf("listen %s: %w", addr, errno)
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return fmt.Errorf("listen %s: %w", addr, op.Err)
+	}
+	return fmt.Errorf("listen %s: %w", addr, err)
+}
+
+// Collector is the server's collector, for callers that want its Targets.
+func (s *Server) Collector() *Collector { return s.collector }
+
+// Register starts exporting a target; see Collector.Register.
+func (s *Server) Register(t TargetInfo, src SummarySource) { s.collector.Register(t, src) }
+
+// SetUp marks a target up or down; see Collector.SetUp.
+func (s *Server) SetUp(pid int, up bool) { s.collector.SetUp(pid, up) }
+
+// Unregister stops exporting a target; see Collector.Unregister.
+func (s *Server) Unregister(pid int) { s.collector.Unregister(pid) }
+
+// Addr is the bound address ("127.0.0.1:41234" when port 0 was asked for).
+func (s *Server) Addr() string { return s.listener.Addr().String() }
+
+// Handler serves /metrics, /healthz and the landing page at /, without the
+// web configuration's TLS and authentication (Serve adds those).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	metrics := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{
+		ErrorLog:            slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 4,
+		Timeout:             30 * time.Second,
+	})
+	mux.Handle("/metrics", promhttp.InstrumentMetricHandler(s.registry, metrics))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("/", s.landing)
+	return mux
+}
+
+// Serve serves until ctx is cancelled, then shuts down gracefully (scrapes
+// in flight may finish, for up to 5 seconds). It returns nil after a
+// shutdown and the error otherwise.
+func (s *Server) Serve(ctx context.Context) error {
+	flags := &web.FlagConfig{
+		WebListenAddresses: &[]string{s.Addr()},
+		WebSystemdSocket:   new(bool),
+		WebConfigFile:      &s.webConfig,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- web.Serve(s.listener, s.http, flags, s.logger) }()
+	select {
+	case err := <-errc:
+		s.Close()
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("serve %s: %w", s.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := s.http.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("shut down %s: %w", s.Addr(), err)
+	}
+	return nil
+}
+
+// Close releases the listener of a server that is not serving (Serve
+// closes it itself).
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		err = s.listener.Close()
+		if errors.Is(err, net.ErrClosed) {
+			err = nil
+		}
+	})
+	return err
+}
