@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/metrics"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/report"
 	"github.com/ctprof/ctprof/internal/sample"
@@ -33,6 +34,10 @@ type AttachOptions struct {
 	Port     int
 	Format   string
 	Top      int
+	// Listen, when set, serves Prometheus metrics of the run there;
+	// WebConfigFile adds TLS and basic auth (exporter-toolkit format).
+	Listen        string
+	WebConfigFile string
 	// Status forces the live status line on or off; nil means "when
 	// standard error is a terminal".
 	Status   *bool
@@ -57,12 +62,18 @@ in a later release. Reading another user's process needs root or that user:
 ctprof reads what it can and says in the summary what was missing.
 
 On a terminal a status line shows progress; Ctrl-C stops sampling and still
-prints the summary of everything seen.`
+prints the summary of everything seen.
+
+With --listen ADDR ctprof also serves Prometheus metrics of the run at
+http://ADDR/metrics while it samples (see docs/prometheus.md; ctprof serve
+watches several processes). Addresses without a host mean every interface:
+write 127.0.0.1:9901 to stay local.`
 
 const attachExample = `  ctprof attach 4242                       # until Ctrl-C
   ctprof attach 4242 --duration 30s --format json > run.json
   ctprof attach --name 'market-?data' --interval 500ms --count 20
-  ctprof attach 4242 --port 8080           # count only clients of port 8080`
+  ctprof attach 4242 --port 8080           # count only clients of port 8080
+  ctprof attach 4242 --listen 127.0.0.1:9901   # and serve /metrics meanwhile`
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdAttach(io, nil) }) }
 
@@ -118,6 +129,8 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 	f.IntVar(&opts.Port, "port", 0, "count only connections to this local server port")
 	f.StringVarP(&opts.Format, "format", "f", "text", "summary format: text or json")
 	f.IntVar(&opts.Top, "top", 10, "rows per table in the text summary")
+	f.StringVar(&opts.Listen, "listen", "", "serve Prometheus metrics at this address while sampling (e.g. 127.0.0.1:9901)")
+	f.StringVar(&opts.WebConfigFile, "web.config.file", "", "TLS and basic auth for --listen (Prometheus exporter-toolkit web config)")
 	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp
 	})
@@ -150,11 +163,29 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if opts.WebConfigFile != "" && opts.Listen == "" {
+		return usageErrorf("--web.config.file needs --listen")
+	}
+	var srv *metrics.Server
+	var served <-chan error
+	srvCtx, stopServer := context.WithCancel(ctx)
+	defer stopServer()
+	agg := analysis.New()
+	if opts.Listen != "" {
+		if srv, served, err = startMetrics(srvCtx, opts.IO, opts.Listen, opts.WebConfigFile, metrics.DefaultTop); err != nil {
+			return err
+		}
+		srv.Register(metrics.TargetInfoOf(s.Target()), agg)
+		defer func() {
+			stopServer()
+			<-served
+		}()
+	}
+
 	showStatus := isTerminal(opts.IO.ErrOut)
 	if opts.Status != nil {
 		showStatus = *opts.Status
 	}
-	agg := analysis.New()
 	start := time.Now()
 	n := 0
 	t := s.Target()
@@ -175,6 +206,9 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 	}
 	switch reason {
 	case sample.StopTargetGone:
+		if srv != nil {
+			srv.SetUp(opts.PID, false)
+		}
 		if n == 0 {
 			return fmt.Errorf("pid %d exited before the first sample: %w", opts.PID, procfs.ErrProcessGone)
 		}

@@ -2,10 +2,14 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -321,4 +325,72 @@ func TestAttachSeesCPUSaturation(t *testing.T) {
 	assert.True(t, found, "findings: %v", doc["findings"])
 	use := doc["cpu_use"].(map[string]any)
 	assert.Greater(t, use["share_of_allowed"].(float64), 0.5)
+}
+
+// lineWatcher is an io.Writer that remembers output and reports the first
+// match of a pattern, for tests that must act while a command runs.
+type lineWatcher struct {
+	mu    sync.Mutex
+	buf   strings.Builder
+	re    *regexp.Regexp
+	found chan string
+}
+
+func newLineWatcher(pattern string) *lineWatcher {
+	return &lineWatcher{re: regexp.MustCompile(pattern), found: make(chan string, 1)}
+}
+
+func (w *lineWatcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if m := w.re.FindStringSubmatch(w.buf.String()); m != nil {
+		select {
+		case w.found <- m[len(m)-1]:
+		default:
+		}
+	}
+	return len(p), nil
+}
+
+func (w *lineWatcher) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+func TestAttachServesMetricsWhileSampling(t *testing.T) {
+	p := testnative.Start(t, "mutex_contention", "4", "2", "3000")
+	errOut := newLineWatcher(`serving metrics on http://([0-9.:]+)/metrics`)
+	var out strings.Builder
+	done := make(chan int, 1)
+	go func() {
+		done <- Main([]string{"attach", strconv.Itoa(p.PID), "--interval", "100ms", "--count", "60", "--listen", "127.0.0.1:0"}, strings.NewReader(""), &out, errOut)
+	}()
+	var addr string
+	select {
+	case addr = <-errOut.found:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no listen address; stderr: %s", errOut.String())
+	}
+	var body string
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(body, `ctprof_lock_blocked_threads{`) || !strings.Contains(body, "contended_mutex") {
+		require.True(t, time.Now().Before(deadline), "metrics never showed the mutex:\n%s", body)
+		resp, err := http.Get("http://" + addr + "/metrics")
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		time.Sleep(100 * time.Millisecond)
+	}
+	assert.Contains(t, body, fmt.Sprintf(`ctprof_up{pid="%d",target="mutex_contentio"} 1`, p.PID))
+	require.Equal(t, 0, <-done, errOut.String())
+	assert.Contains(t, out.String(), "contended_mutex", "the summary still prints")
+	_, err := http.Get("http://" + addr + "/metrics")
+	assert.Error(t, err, "the server stops with the run")
+
+	code, _, errText := run(t, "", "attach", strconv.Itoa(p.PID), "--web.config.file", "x.yml")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errText, "needs --listen")
 }

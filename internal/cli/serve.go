@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"regexp"
@@ -154,29 +153,19 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 			return usageErrorf("--name: %v", err)
 		}
 	}
-	logger := slog.New(slog.NewTextHandler(opts.IO.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := metrics.NewServer(metrics.ServerOptions{
-		Addr: opts.Listen, WebConfigFile: opts.WebConfigFile, Logger: logger, Top: opts.Top, Version: Version(),
-	})
-	if err != nil {
-		return listenHint(err)
-	}
 	// Ctrl-C (or the service manager's SIGTERM) stops cleanly.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-
-	where := "http://" + srv.Addr() + "/metrics"
-	if opts.WebConfigFile != "" {
-		where = srv.Addr() + "/metrics (TLS and auth per " + opts.WebConfigFile + ")"
+	srv, served, err := startMetrics(ctx, opts.IO, opts.Listen, opts.WebConfigFile, opts.Top)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "ctprof: serving metrics on %s; Ctrl-C stops\n", where)
+	fmt.Fprintln(opts.IO.ErrOut, "ctprof: Ctrl-C stops")
 	if opts.onListen != nil {
 		opts.onListen(srv.Addr())
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx) }()
 
 	ts := newServeTargets(opts, procfs.NewFS(root), re, srv)
 	ts.scan(ctx)
