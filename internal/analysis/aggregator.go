@@ -158,8 +158,8 @@ func (a *Aggregator) Add(s *sample.Snapshot) {
 }
 
 // step advances the clock and returns the time this snapshot stands for:
-// the run's interval, or the time since the previous snapshot for dump
-// files (zero when the dumps carry no time).
+// the time since the previous snapshot (a delayed tick stands for more), or
+// for the first one the run's interval (zero for dumps without times).
 func (a *Aggregator) step(s *sample.Snapshot) time.Duration {
 	t := s.Time
 	if t.IsZero() && s.Dump != nil {
@@ -167,10 +167,10 @@ func (a *Aggregator) step(s *sample.Snapshot) time.Duration {
 	}
 	var dt time.Duration
 	switch {
-	case s.Interval > 0:
-		dt = s.Interval
 	case !t.IsZero() && !a.last.IsZero() && t.After(a.last):
 		dt = t.Sub(a.last)
+	case s.Interval > 0:
+		dt = s.Interval
 	}
 	if !t.IsZero() {
 		if a.first.IsZero() {

@@ -107,7 +107,7 @@ func (s *Sampler) Close() error { return s.threads.Close() }
 // procfs.ErrProcessGone once the target has exited.
 func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 	start := time.Now()
-	snap := &Snapshot{Time: start, Target: s.target}
+	snap := &Snapshot{Time: start, Target: s.target, Interval: s.opts.Interval}
 	threads, err := s.threads.Read(make([]OSThread, 0, s.lastN+16))
 	if err != nil {
 		return nil, err
