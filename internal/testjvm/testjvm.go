@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -410,6 +409,22 @@ type Process struct {
 // dumps land.
 func Start(t testing.TB, j JDK, scenario string, args ...string) *Process {
 	t.Helper()
+	return StartWith(t, j, scenario, Options{}, args...)
+}
+
+// Options adjust how a scenario JVM starts.
+type Options struct {
+	// JVMFlags are added to the JVM's command line (e.g.
+	// "-XX:+DisableAttachMechanism").
+	JVMFlags []string
+	// Credential runs the JVM as another user (the test must be root); its
+	// working directory is then made accessible to that user.
+	Credential *syscall.Credential
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, j JDK, scenario string, o Options, args ...string) *Process {
+	t.Helper()
 	src := mustScenario(t, scenario)
 	if j.Major < src.minMajor {
 		t.Fatalf("testjvm: scenario %s needs JDK %d+, %s is JDK %d", scenario, src.minMajor, j.Name, j.Major)
@@ -435,6 +450,7 @@ func Start(t testing.TB, j JDK, scenario string, args ...string) *Process {
 		"-Dsun.stdout.encoding=UTF-8", "-Dsun.stderr.encoding=UTF-8",
 	}
 	jvmArgs = append(jvmArgs, scenarioFlags[scenario]...)
+	jvmArgs = append(jvmArgs, o.JVMFlags...)
 	jvmArgs = append(jvmArgs, "-cp", classes, scenario)
 	jvmArgs = append(jvmArgs, args...)
 
@@ -450,7 +466,14 @@ func Start(t testing.TB, j JDK, scenario string, args ...string) *Process {
 	// panic), the kernel kills the JVM instead of leaking it. (Linux ties
 	// this to the forking OS thread; Go only retires threads whose goroutine
 	// exits while LockOSThread'ed, so do not call Start from such a one.)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: o.Credential}
+	if o.Credential != nil {
+		// The JVM must be able to enter its working directory, and the
+		// test's temp directories are private to root.
+		for d := dir; d != os.TempDir() && d != "/" && d != "."; d = filepath.Dir(d) {
+			_ = os.Chmod(d, 0o755)
+		}
+	}
 	err = cmd.Start()
 	logFile.Close() // the child has its own descriptor
 	if err != nil {
@@ -535,8 +558,12 @@ func (p *Process) Stop() {
 func (p *Process) removeRuntimeFiles() {
 	pid := strconv.Itoa(p.PID)
 	_ = os.Remove(filepath.Join("/tmp", ".java_pid"+pid))
-	if u, err := user.Current(); err == nil {
-		_ = os.Remove(filepath.Join("/tmp", "hsperfdata_"+u.Username, pid))
+	// The JVM may have run as another user (StartWith), so look in every
+	// user's perf-data directory for our child's pid.
+	if files, err := filepath.Glob(filepath.Join("/tmp", "hsperfdata_*", pid)); err == nil {
+		for _, f := range files {
+			_ = os.Remove(f)
+		}
 	}
 }
 

@@ -1,0 +1,283 @@
+package jvm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ctprof/ctprof/internal/procfs"
+)
+
+// The HotSpot attach protocol on Linux: the JVM listens on the UNIX socket
+// /tmp/.java_pid<nspid> once its attach listener runs. A client starts the
+// listener by creating .attach_pid<nspid> in the JVM's working directory
+// (or /tmp) and sending SIGQUIT. A request is NUL-terminated strings:
+// version 1 is "1", the command and exactly three arguments; version 2
+// (JDK 24+) is "2", the byte size of what follows, the command (with
+// options after a space, such as "streaming=0") and its arguments. The
+// reply is a status line ("0" for success) and the output, to EOF.
+
+// ErrAttachFailed wraps failures of the attach protocol itself (no socket,
+// a protocol error): the jcmd fallback may still work.
+var ErrAttachFailed = errors.New("attach failed")
+
+// listenerTimeout bounds the wait for the attach listener to start; the
+// JDK's own client waits 10 s, and a loaded JVM can take most of that.
+const listenerTimeout = 10 * time.Second
+
+// socketPath is the attach socket as ctprof sees it: through the target's
+// root, so JVMs in containers and with a private /tmp work.
+func (i *Info) socketPath() string {
+	return i.fs.Path(strconv.Itoa(i.PID), "root", "tmp", ".java_pid"+strconv.Itoa(i.NSPID))
+}
+
+// ensureListener starts the JVM's attach listener if it is not running:
+// only after checking that the JVM allows attach and catches SIGQUIT,
+// since SIGQUIT kills a process that does not catch it.
+func (i *Info) ensureListener(ctx context.Context) error {
+	sock := i.socketPath()
+	if err := i.checkSocket(sock); err == nil {
+		return nil
+	}
+	if !i.AttachSupported {
+		return ErrAttachDisabled
+	}
+	ok, err := catchesQuit(i.fs, i.PID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrNoQuitHandler
+	}
+	triggers, err := i.createTrigger()
+	if err != nil {
+		return fmt.Errorf("%w: create the attach trigger file: %v", ErrAttachFailed, err)
+	}
+	defer func() {
+		for _, t := range triggers {
+			os.Remove(t)
+		}
+	}()
+	if err := unix.Kill(i.PID, unix.SIGQUIT); err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("pid %d: %w", i.PID, procfs.ErrProcessGone)
+		}
+		return fmt.Errorf("%w: signal pid %d: %v", ErrAttachFailed, i.PID, err)
+	}
+	deadline := time.Now().Add(listenerTimeout)
+	delay := 10 * time.Millisecond
+	resent := false
+	for {
+		if err := i.checkSocket(sock); err == nil {
+			return nil
+		}
+		if !i.fs.Exists(i.PID) {
+			return fmt.Errorf("pid %d: %w", i.PID, procfs.ErrProcessGone)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("%w: pid %d did not open %s within %s", ErrAttachFailed, i.PID, sock, listenerTimeout)
+		}
+		if !resent && left < listenerTimeout/2 {
+			// As the JDK's client does: a second signal in case the first
+			// arrived before the JVM could handle it.
+			resent = true
+			_ = unix.Kill(i.PID, unix.SIGQUIT)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(delay, left)):
+		}
+		delay = min(2*delay, 200*time.Millisecond)
+	}
+}
+
+// createTrigger creates .attach_pid<nspid> in the JVM's working directory
+// and in its /tmp. HotSpot looks in the working directory first and in /tmp
+// when it cannot stat the file there: a JVM running as another user may be
+// unable to enter a directory that root could write into, so both are made.
+func (i *Info) createTrigger() ([]string, error) {
+	name := ".attach_pid" + strconv.Itoa(i.NSPID)
+	var made []string
+	var firstErr error
+	for _, dir := range []string{i.fs.Path(strconv.Itoa(i.PID), "cwd"), i.fs.Path(strconv.Itoa(i.PID), "root", "tmp")} {
+		path := dir + "/" + name
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		f.Close()
+		made = append(made, path)
+	}
+	if len(made) == 0 {
+		return nil, firstErr
+	}
+	return made, nil
+}
+
+// checkSocket accepts the socket only when it is a socket owned by the
+// JVM's user: anyone else's file there could be a trap.
+func (i *Info) checkSocket(path string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return fmt.Errorf("%s is not a socket", path)
+	}
+	if int(st.Uid) != i.UID {
+		return fmt.Errorf("%s belongs to uid %d, not the JVM's uid %d", path, st.Uid, i.UID)
+	}
+	return nil
+}
+
+// request sends one command and returns its output. The reply is read to
+// EOF with a deadline that moves forward while data arrives.
+func (i *Info) request(ctx context.Context, version int, cmd string, args ...string) ([]byte, error) {
+	conn, err := dialAs(ctx, i.socketPath(), i.UID, i.GID)
+	if err != nil {
+		if !i.fs.Exists(i.PID) {
+			return nil, fmt.Errorf("pid %d: %w", i.PID, procfs.ErrProcessGone)
+		}
+		return nil, fmt.Errorf("%w: %v", ErrAttachFailed, err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+
+	var req bytes.Buffer
+	field := func(s string) { req.WriteString(s); req.WriteByte(0) }
+	switch version {
+	case 2:
+		size := len(cmd) + 1
+		for _, a := range args {
+			size += len(a) + 1
+		}
+		field("2")
+		field(strconv.Itoa(size))
+		field(cmd)
+		for _, a := range args {
+			field(a)
+		}
+	default:
+		field("1")
+		field(cmd)
+		for k := 0; k < 3; k++ {
+			a := ""
+			if k < len(args) {
+				a = args[k]
+			}
+			field(a)
+		}
+	}
+	conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write(req.Bytes()); err != nil {
+		return nil, i.ioError("send", err)
+	}
+	var out bytes.Buffer
+	buf := make([]byte, 256<<10)
+	for {
+		// A large dump of a loaded JVM may pause between chunks; 30 s
+		// without a byte means the JVM is not answering.
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		n, err := conn.Read(buf)
+		out.Write(buf[:n])
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, i.ioError("read the reply", err)
+		}
+		if out.Len() > maxReply {
+			return nil, fmt.Errorf("%w: the reply exceeds %d MB", ErrAttachFailed, maxReply>>20)
+		}
+	}
+	b := out.Bytes()
+	nl := bytes.IndexByte(b, '\n')
+	if nl < 0 {
+		nl = len(b)
+	}
+	status, err := strconv.Atoi(strings.TrimSpace(string(b[:nl])))
+	if err != nil {
+		return nil, fmt.Errorf("%w: the reply does not start with a status: %q", ErrAttachFailed, truncateBytes(b, 60))
+	}
+	body := b[min(nl+1, len(b)):]
+	if status != 0 {
+		return nil, &CommandError{Command: cmd, Status: status, Message: strings.TrimSpace(string(truncateBytes(body, 500)))}
+	}
+	return body, nil
+}
+
+// maxReply bounds a reply: a 100,000-thread dump is about 100 MB.
+const maxReply = 1 << 30
+
+func (i *Info) ioError(what string, err error) error {
+	if !i.fs.Exists(i.PID) {
+		return fmt.Errorf("pid %d: %w", i.PID, procfs.ErrProcessGone)
+	}
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+		return fmt.Errorf("%w: %s: the JVM closed the connection", ErrAttachFailed, what)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrAttachFailed, what, err)
+}
+
+// CommandError is a command the JVM ran and refused.
+type CommandError struct {
+	Command string
+	Status  int
+	Message string
+}
+
+func (e *CommandError) Error() string {
+	return fmt.Sprintf("the JVM refused %q (status %d): %s", e.Command, e.Status, e.Message)
+}
+
+// protocolVersion probes the attach protocol once: JDK 24+ answer
+// "getversion" with 2 (and "getversion options" with the options they
+// take); older JVMs refuse the command and speak version 1.
+func (i *Info) protocolVersion(ctx context.Context) int {
+	if i.protocol != 0 {
+		return i.protocol
+	}
+	out, err := i.request(ctx, 1, "getversion", "options")
+	var refused *CommandError
+	if err != nil && !errors.As(err, &refused) {
+		return 1 // not answered: try again next time
+	}
+	i.protocol = 1
+	if err == nil {
+		f := strings.Fields(string(out))
+		if len(f) > 0 && f[0] == "2" {
+			i.protocol = 2
+			for _, opt := range f[1:] {
+				if opt == "streaming" {
+					i.streaming = true
+				}
+			}
+		}
+	}
+	return i.protocol
+}
+
+func truncateBytes(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}

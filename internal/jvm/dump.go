@@ -1,0 +1,159 @@
+package jvm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/ctprof/ctprof/internal/procfs"
+)
+
+// DumpMode says how a thread dump is taken.
+type DumpMode int
+
+const (
+	// ModeThreadPrint is the classic dump (jstack, Thread.print): native
+	// thread ids, lock owners, the JVM's deadlock report; one safepoint.
+	ModeThreadPrint DumpMode = iota
+	// ModeDumpToFile is Thread.dump_to_file -format=json (JDK 21+):
+	// virtual threads too, no global safepoint, but no native ids.
+	ModeDumpToFile
+)
+
+// DumpOptions tune ThreadDump.
+type DumpOptions struct {
+	Mode DumpMode
+	// Locks asks for "Locked ownable synchronizers" (-l): owners of
+	// java.util.concurrent locks, at the cost of a heap scan while the JVM
+	// is stopped.
+	Locks bool
+	// AllowJcmd lets ThreadDump fall back to the jcmd tool when attach
+	// fails for a reason jcmd might not share.
+	AllowJcmd bool
+}
+
+// Dump methods, in DumpResult.Method.
+const (
+	MethodAttach     = "attach"
+	MethodDumpToFile = "dump_to_file"
+	MethodJcmd       = "jcmd"
+)
+
+// DumpResult is one thread dump and what it cost.
+type DumpResult struct {
+	// Text is the dump as the JVM printed it.
+	Text   []byte
+	Method string
+	// Wall is the request's duration.
+	Wall time.Duration
+	// Pause is the safepoint time the JVM accumulated during the request
+	// (hsperfdata), the pause ctprof caused; PauseKnown says whether it
+	// could be read.
+	Pause      time.Duration
+	PauseKnown bool
+	// Protocol is the attach protocol version used (1, or 2 on JDK 24+
+	// where the dump is asked for buffered: "streaming=0").
+	Protocol int
+	// Fallback says why jcmd was used instead of attach.
+	Fallback string
+}
+
+// ThreadDump takes a thread dump of the JVM.
+func ThreadDump(ctx context.Context, i *Info, o DumpOptions) (*DumpResult, error) {
+	before, beforeErr := i.ReadPerfData()
+	start := time.Now()
+	res, err := i.attachDump(ctx, o)
+	if err != nil && o.AllowJcmd && errors.Is(err, ErrAttachFailed) {
+		reason := err.Error()
+		var jerr error
+		res, jerr = jcmdDump(ctx, i, o)
+		if jerr != nil {
+			return nil, fmt.Errorf("%v; the jcmd fallback failed too: %w", err, jerr)
+		}
+		res.Fallback = reason
+	} else if err != nil {
+		return nil, err
+	}
+	res.Wall = time.Since(start)
+	if beforeErr == nil {
+		if after, err := i.ReadPerfData(); err == nil {
+			if d := after.Counters().SafepointTime - before.Counters().SafepointTime; d >= 0 {
+				res.Pause, res.PauseKnown = d, true
+			}
+		}
+	}
+	return res, nil
+}
+
+func (i *Info) attachDump(ctx context.Context, o DumpOptions) (*DumpResult, error) {
+	if err := i.ensureListener(ctx); err != nil {
+		return nil, err
+	}
+	v := i.protocolVersion(ctx)
+	if o.Mode == ModeDumpToFile {
+		return i.dumpToFile(ctx, v)
+	}
+	cmd := "threaddump"
+	if v == 2 && i.streaming {
+		// Buffered output: streamed output keeps the JVM at its safepoint
+		// while the reply crosses the socket.
+		cmd += " streaming=0"
+	}
+	opt := ""
+	if o.Locks {
+		opt = "-l"
+	}
+	out, err := i.request(ctx, v, cmd, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &DumpResult{Text: out, Method: MethodAttach, Protocol: v}, nil
+}
+
+// dumpToFile asks the JVM to write a JSON dump into its own /tmp, reads it
+// through /proc/<pid>/root and removes it.
+func (i *Info) dumpToFile(ctx context.Context, v int) (*DumpResult, error) {
+	if i.Version > 0 && i.Version < 21 {
+		return nil, fmt.Errorf("Thread.dump_to_file needs JDK 21 or later; pid %d runs JDK %d", i.PID, i.Version)
+	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	name := "ctprof-threads-" + strconv.Itoa(i.NSPID) + "-" + hex.EncodeToString(nonce[:]) + ".json"
+	inTarget := "/tmp/" + name
+	seen := i.fs.Path(strconv.Itoa(i.PID), "root", "tmp", name)
+	defer os.Remove(seen)
+	cmd := "jcmd"
+	if v == 2 && i.streaming {
+		cmd += " streaming=0"
+	}
+	if _, err := i.request(ctx, v, cmd, "Thread.dump_to_file -format=json "+inTarget); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(seen)
+	if err != nil {
+		if !i.fs.Exists(i.PID) {
+			return nil, fmt.Errorf("pid %d: %w", i.PID, procfs.ErrProcessGone)
+		}
+		return nil, fmt.Errorf("read the JVM's dump file: %w", err)
+	}
+	return &DumpResult{Text: b, Method: MethodDumpToFile, Protocol: v}, nil
+}
+
+// Jcmd runs a diagnostic command (as `jcmd <pid> <command>` would) over the
+// attach protocol and returns its output.
+func Jcmd(ctx context.Context, i *Info, command string) ([]byte, error) {
+	if err := i.ensureListener(ctx); err != nil {
+		return nil, err
+	}
+	v := i.protocolVersion(ctx)
+	cmd := "jcmd"
+	if v == 2 && i.streaming {
+		cmd += " streaming=0"
+	}
+	return i.request(ctx, v, cmd, command)
+}

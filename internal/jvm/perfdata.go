@@ -1,0 +1,164 @@
+// Package jvm reads a running HotSpot JVM without a JDK: its hsperfdata
+// counters, and thread dumps over the attach protocol spoken directly (a
+// jcmd fallback exists for the cases attach cannot serve).
+package jvm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The hsperfdata file is the JVM's memory-mapped performance data (HotSpot
+// perfMemory.hpp): a 32-byte prologue, then entries of a 20-byte header, a
+// NUL-terminated name and the data. The JVM updates it while we read, so a
+// reader copies it once per sample and checks every offset.
+
+const (
+	perfMagic       = 0xcafec0c0
+	prologueSize    = 32
+	entryHeaderSize = 20
+	// maxPerfData bounds what is read: real files are 32 KiB.
+	maxPerfData = 16 << 20
+)
+
+// ErrBadPerfData means the file is not hsperfdata or is corrupt.
+var ErrBadPerfData = errors.New("not a valid hsperfdata file")
+
+// PerfData is one reading of a JVM's hsperfdata.
+type PerfData struct {
+	Major, Minor int
+	// Accessible is false while the JVM is still creating the file.
+	Accessible bool
+	longs      map[string]int64
+	strs       map[string]string
+}
+
+// ParsePerfData parses the bytes of an hsperfdata file.
+func ParsePerfData(b []byte) (*PerfData, error) {
+	if len(b) < prologueSize {
+		return nil, fmt.Errorf("%w: %d bytes", ErrBadPerfData, len(b))
+	}
+	if binary.BigEndian.Uint32(b) != perfMagic {
+		return nil, fmt.Errorf("%w: bad magic %#x", ErrBadPerfData, binary.BigEndian.Uint32(b))
+	}
+	var order binary.ByteOrder = binary.BigEndian
+	if b[4] == 1 {
+		order = binary.LittleEndian
+	}
+	p := &PerfData{Major: int(b[5]), Minor: int(b[6]), Accessible: b[7] != 0, longs: map[string]int64{}, strs: map[string]string{}}
+	off := int(int32(order.Uint32(b[24:])))
+	n := int(int32(order.Uint32(b[28:])))
+	if off < prologueSize || off > len(b) || n < 0 {
+		return nil, fmt.Errorf("%w: entries at %d, %d of them", ErrBadPerfData, off, n)
+	}
+	for i := 0; i < n; i++ {
+		if off+entryHeaderSize > len(b) {
+			break // truncated: keep what was read
+		}
+		e := b[off:]
+		length := int(int32(order.Uint32(e[0:])))
+		nameOff := int(int32(order.Uint32(e[4:])))
+		vecLen := int(int32(order.Uint32(e[8:])))
+		typ := e[12]
+		dataOff := int(int32(order.Uint32(e[16:])))
+		if length < entryHeaderSize || length > len(e) {
+			break
+		}
+		e = e[:length]
+		off += length
+		if nameOff < entryHeaderSize || nameOff >= length || dataOff < entryHeaderSize || dataOff > length || vecLen < 0 {
+			continue
+		}
+		nameEnd := bytes.IndexByte(e[nameOff:], 0)
+		if nameEnd <= 0 {
+			continue
+		}
+		name := string(e[nameOff : nameOff+nameEnd])
+		data := e[dataOff:]
+		switch {
+		case typ == 'J' && vecLen == 0 && len(data) >= 8:
+			p.longs[name] = int64(order.Uint64(data))
+		case typ == 'B' && vecLen > 0:
+			if vecLen < len(data) {
+				data = data[:vecLen]
+			}
+			if z := bytes.IndexByte(data, 0); z >= 0 {
+				data = data[:z]
+			}
+			p.strs[name] = string(data)
+		}
+	}
+	return p, nil
+}
+
+// Long returns a counter by name.
+func (p *PerfData) Long(name string) (int64, bool) {
+	v, ok := p.longs[name]
+	return v, ok
+}
+
+// String returns a string entry by name.
+func (p *PerfData) String(name string) (string, bool) {
+	v, ok := p.strs[name]
+	return v, ok
+}
+
+// ticks converts high-resolution timer ticks to a duration.
+func (p *PerfData) ticks(name string) time.Duration {
+	v, ok := p.longs[name]
+	freq := p.longs["sun.os.hrt.frequency"]
+	if !ok || freq <= 0 || v < 0 {
+		return 0
+	}
+	sec := v / freq
+	rem := v % freq
+	return time.Duration(sec)*time.Second + time.Duration(rem*int64(time.Second)/freq)
+}
+
+// Counters are the figures ctprof follows each tick.
+type Counters struct {
+	LiveThreads, DaemonThreads, PeakThreads, StartedThreads int64
+	Safepoints                                              int64
+	SafepointTime, SafepointSyncTime                        time.Duration
+	// GCTime adds up every collector's time.
+	GCTime time.Duration
+	// Sync holds the sun.rt._sync_* monitor counters (JDK 8 to 21) by name
+	// without the prefix.
+	Sync map[string]int64
+}
+
+// Counters extracts the counters ctprof uses.
+func (p *PerfData) Counters() Counters {
+	c := Counters{
+		LiveThreads:       p.longs["java.threads.live"],
+		DaemonThreads:     p.longs["java.threads.daemon"],
+		PeakThreads:       p.longs["java.threads.livePeak"],
+		StartedThreads:    p.longs["java.threads.started"],
+		Safepoints:        p.longs["sun.rt.safepoints"],
+		SafepointTime:     p.ticks("sun.rt.safepointTime"),
+		SafepointSyncTime: p.ticks("sun.rt.safepointSyncTime"),
+	}
+	for name := range p.longs {
+		switch {
+		case strings.HasPrefix(name, "sun.gc.collector.") && strings.HasSuffix(name, ".time"):
+			c.GCTime += p.ticks(name)
+		case strings.HasPrefix(name, "sun.rt._sync_"):
+			if c.Sync == nil {
+				c.Sync = map[string]int64{}
+			}
+			c.Sync[strings.TrimPrefix(name, "sun.rt._sync_")] = p.longs[name]
+		}
+	}
+	return c
+}
+
+// AttachSupported reads sun.rt.jvmCapabilities, whose first character is
+// '1' when the JVM's attach listener may be started.
+func (p *PerfData) AttachSupported() bool {
+	caps, ok := p.strs["sun.rt.jvmCapabilities"]
+	return ok && len(caps) > 0 && caps[0] == '1'
+}
