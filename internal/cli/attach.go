@@ -34,6 +34,8 @@ type AttachOptions struct {
 	Port     int
 	Format   string
 	Top      int
+	// JVM targets: thread dumps.
+	JVM jvmFlags
 	// Listen, when set, serves Prometheus metrics of the run there;
 	// WebConfigFile adds TLS and basic auth (exporter-toolkit format).
 	Listen        string
@@ -57,9 +59,19 @@ pthread mutex shows as "N threads wait on futex contended_mutex (app+0x4040)";
 threads of an idle pool waiting on a condition variable are reported apart,
 as waiting, not as contention.
 
-It works for any Linux process; JVM thread dumps over the attach protocol come
-in a later release. Reading another user's process needs root or that user:
-ctprof reads what it can and says in the summary what was missing.
+It works for any Linux process. For a HotSpot JVM it also takes thread dumps
+over the JVM's attach protocol (no JDK needed where ctprof runs) and reads
+its hsperfdata counters: Java lock hotspots (the monitor, where threads wait,
+what the owner runs), Java thread states, and each Java thread joined with its
+OS thread (CPU, context switches, run-queue wait). A dump stops the JVM at a
+safepoint for a moment; ctprof measures that pause and spaces the dumps so it
+stays under --pause-budget of the JVM's time (0.5 % by default), and reports
+it. --dump-mode file uses Thread.dump_to_file (JDK 21+: no global safepoint,
+virtual threads included, but no join with OS threads). --locks adds the
+owners of java.util.concurrent locks (a heap scan at the safepoint).
+
+Reading another user's process needs root or that user: ctprof reads what it
+can and says in the summary what was missing.
 
 On a terminal a status line shows progress; Ctrl-C stops sampling and still
 prints the summary of everything seen.
@@ -72,6 +84,7 @@ write 127.0.0.1:9901 to stay local.`
 const attachExample = `  ctprof attach 4242                       # until Ctrl-C
   ctprof attach 4242 --duration 30s --format json > run.json
   ctprof attach --name 'market-?data' --interval 500ms --count 20
+  ctprof attach 4242 --locks --dump-interval 10s   # JVM: j.u.c. owners, a dump every 10 s at most
   ctprof attach 4242 --port 8080           # count only clients of port 8080
   ctprof attach 4242 --listen 127.0.0.1:9901   # and serve /metrics meanwhile`
 
@@ -112,6 +125,9 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 			if opts.Interval < 10*time.Millisecond {
 				return usageErrorf("--interval must be at least 10ms")
 			}
+			if err := opts.JVM.validate(); err != nil {
+				return err
+			}
 			if opts.Duration < 0 || opts.Count < 0 || opts.Port < 0 || opts.Port > 65535 {
 				return usageErrorf("--duration, --count and --port must not be negative (port at most 65535)")
 			}
@@ -129,6 +145,7 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 	f.IntVar(&opts.Port, "port", 0, "count only connections to this local server port")
 	f.StringVarP(&opts.Format, "format", "f", "text", "summary format: text or json")
 	f.IntVar(&opts.Top, "top", 10, "rows per table in the text summary")
+	opts.JVM.register(f)
 	f.StringVar(&opts.Listen, "listen", "", "serve Prometheus metrics at this address while sampling (e.g. 127.0.0.1:9901)")
 	f.StringVar(&opts.WebConfigFile, "web.config.file", "", "TLS and basic auth for --listen (Prometheus exporter-toolkit web config)")
 	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -152,7 +169,8 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 		}
 		opts.PID = pid
 	}
-	s, err := sample.NewSampler(sample.Options{PID: opts.PID, Interval: opts.Interval, Duration: opts.Duration, Count: opts.Count, Port: opts.Port, ProcRoot: root})
+	s, err := sample.NewSampler(sample.Options{PID: opts.PID, Interval: opts.Interval, Duration: opts.Duration, Count: opts.Count, Port: opts.Port, ProcRoot: root,
+		JVM: opts.JVM.options()})
 	if err != nil {
 		if errors.Is(err, procfs.ErrProcessGone) {
 			return fmt.Errorf("%w (ctprof ps lists candidates)", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
 
@@ -393,4 +394,78 @@ func TestAttachServesMetricsWhileSampling(t *testing.T) {
 	code, _, errText := run(t, "", "attach", strconv.Itoa(p.PID), "--web.config.file", "x.yml")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errText, "needs --listen")
+}
+
+// The synchronized-singleton story on a live JVM: the monitor, the site,
+// the owner's frame, the serialized pool, CPU use against the CPUs allowed,
+// Java threads joined with OS threads, and the pause ctprof caused.
+func TestAttachJVMSynchronizedSingleton(t *testing.T) {
+	for _, jdk := range testjvm.All(t) {
+		t.Run(jdk.Name, func(t *testing.T) {
+			p := testjvm.Start(t, jdk, "SyncSingleton", "8")
+			doc, _ := attachJSON(t, strconv.Itoa(p.PID), "--count", "8", "--interval", "250ms")
+			target := doc["target"].(map[string]any)
+			assert.Equal(t, "jvm", target["kind"])
+			assert.Equal(t, "SyncSingleton", target["name"])
+			require.NotEmpty(t, doc["locks"])
+			lock := doc["locks"].([]any)[0].(map[string]any)
+			assert.Equal(t, "monitor", lock["kind"])
+			assert.Equal(t, "SyncSingleton", lock["class"])
+			assert.Equal(t, "SyncSingleton.handle(SyncSingleton.java:29)", lock["wait_frame"])
+			assert.GreaterOrEqual(t, lock["avg_waiters"].(float64), 4.0)
+			assert.Positive(t, lock["blocked_thread_seconds"].(float64))
+
+			var ser map[string]any
+			for _, f := range doc["findings"].([]any) {
+				if f.(map[string]any)["kind"] == "serialization" {
+					ser = f.(map[string]any)
+				}
+			}
+			require.NotNil(t, ser, "findings: %v", doc["findings"])
+			assert.Contains(t, ser["summary"], `serializes pool "request-N"`)
+			use := doc["cpu_use"].(map[string]any)
+			assert.InDelta(t, 1.0, use["cores_used"].(float64), 0.35, "one thread at a time runs")
+
+			joined := 0
+			for _, r := range doc["thread_cpu"].([]any) {
+				r := r.(map[string]any)
+				if strings.HasPrefix(r["thread"].(string), "request-") {
+					joined++
+					assert.NotEmpty(t, r["java_state"], "a Java thread carries its Java state beside its OS figures")
+					assert.Positive(t, r["tid"])
+				}
+			}
+			// The table holds the busiest 20 threads; the owner is among them.
+			assert.Positive(t, joined, "request threads joined with their OS threads")
+			cost := doc["sample_cost"].(map[string]any)
+			assert.Positive(t, cost["dumps"])
+			assert.Contains(t, cost, "target_pause_seconds")
+			jvmDoc := doc["jvm"].(map[string]any)
+			assert.GreaterOrEqual(t, jvmDoc["live_threads"].(float64), 9.0)
+		})
+	}
+}
+
+func TestAttachJVMWithAttachDisabled(t *testing.T) {
+	p := testjvm.StartWith(t, testjvm.JDK17(t), "SyncSingleton", testjvm.Options{JVMFlags: []string{"-XX:+DisableAttachMechanism"}}, "4")
+	doc, errOut := attachJSON(t, strconv.Itoa(p.PID), "--count", "3", "--interval", "200ms")
+	assert.Equal(t, "jvm", doc["target"].(map[string]any)["kind"])
+	assert.Equal(t, float64(0), doc["dumps"])
+	assert.Contains(t, fmt.Sprint(doc["warnings"]), "attach mechanism is disabled", "stderr: %s", errOut)
+	assert.Contains(t, doc, "jvm", "hsperfdata counters still read")
+	assert.False(t, p.Exited())
+}
+
+func TestAttachJVMDumpToFileMode(t *testing.T) {
+	p := testjvm.Start(t, testjvm.JDK25(t), "SyncSingleton", "4")
+	doc, _ := attachJSON(t, strconv.Itoa(p.PID), "--count", "3", "--interval", "300ms", "--dump-mode", "file")
+	assert.Positive(t, doc["dumps"])
+	methods := doc["sample_cost"].(map[string]any)["dump_methods"].(map[string]any)
+	assert.Contains(t, methods, "dump_to_file")
+	require.NotEmpty(t, doc["locks"])
+	assert.Equal(t, "SyncSingleton", doc["locks"].([]any)[0].(map[string]any)["class"])
+
+	code, _, errText := run(t, "", "attach", strconv.Itoa(p.PID), "--dump-mode", "stream")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errText, "--dump-mode")
 }

@@ -36,7 +36,9 @@ type ServeOptions struct {
 	// Discovery is the time between looks for targets that started or
 	// exited.
 	Discovery time.Duration
-	ProcRoot  string
+	// JVM tunes the thread dumps of JVM targets.
+	JVM      jvmFlags
+	ProcRoot string
 
 	// onListen, when set, is told the bound address (tests listen on
 	// port 0).
@@ -49,9 +51,9 @@ Each target gets its own sampler (every --interval, as ctprof attach) and its
 own statistics; /metrics formats them at every scrape: threads by state and
 by pool, lock hotspots (top --top locks by blocked thread-seconds, plus
 "other"), context switches, run-queue wait, connections and threads per
-connection. JVMs are sampled through /proc like any process for now; their
-Java thread states, Java lock names and hsperfdata counters appear once ctprof
-takes thread dumps (a later release). The metrics are documented in docs/prometheus.md; a Grafana dashboard is in
+connection. JVMs are also dumped over the attach protocol and their
+hsperfdata counters read, as ctprof attach does: Java thread states, Java lock
+names and the pause ctprof causes (kept under --pause-budget). The metrics are documented in docs/prometheus.md; a Grafana dashboard is in
 deploy/grafana/ctprof-dashboard.json.
 
 Targets:
@@ -99,6 +101,9 @@ func NewCmdServe(io IO, runF func(*ServeOptions) error) *cobra.Command {
 			if len(opts.PIDs) == 0 && opts.Name == "" && !opts.Java {
 				return usageErrorf("serve needs targets: --pid N, --name REGEX or --java (ctprof ps lists candidates)")
 			}
+			if err := opts.JVM.validate(); err != nil {
+				return err
+			}
 			for _, pid := range opts.PIDs {
 				if pid <= 0 {
 					return usageErrorf("--pid %d is not a process id", pid)
@@ -131,6 +136,7 @@ func NewCmdServe(io IO, runF func(*ServeOptions) error) *cobra.Command {
 	f.BoolVar(&opts.Java, "java", false, "serve every JVM on the host")
 	f.DurationVarP(&opts.Interval, "interval", "i", time.Second, "time between samples of each target")
 	f.IntVar(&opts.Port, "port", 0, "count only connections to this local server port")
+	opts.JVM.register(f)
 	f.StringVar(&opts.Listen, "listen", metrics.DefaultAddr, "address to serve metrics on (host:port; :port for all interfaces)")
 	f.StringVar(&opts.WebConfigFile, "web.config.file", "", "Prometheus exporter-toolkit web configuration: TLS and basic auth")
 	f.IntVar(&opts.Top, "top", metrics.DefaultTop, "locks, pools and waking pools with series of their own per target; the rest are summed as \"other\"")
@@ -325,9 +331,8 @@ func (ts *serveTargets) matches(pid int) bool {
 	if !ts.opts.Java {
 		return false
 	}
-	// Where internal/jvm lands, jvm.List replaces this check: it finds
-	// the JVMs by their hsperfdata files (also in other containers) and
-	// names each by its main class.
+	// A mapped libjvm finds HotSpot and OpenJ9 alike, with or without
+	// hsperfdata; the sampler then names a HotSpot JVM by its main class.
 	v, ok := ts.jvm[pid]
 	if !ok || v.name != p.Name {
 		v = jvmVerdict{name: p.Name, jvm: ts.fs.IsJVM(pid)}
@@ -338,7 +343,7 @@ func (ts *serveTargets) matches(pid int) bool {
 
 // start begins sampling pid in its own goroutine.
 func (ts *serveTargets) start(ctx context.Context, pid int, explicit bool) {
-	s, err := sample.NewSampler(sample.Options{PID: pid, Interval: ts.opts.Interval, Port: ts.opts.Port, ProcRoot: ts.fs.Root()})
+	s, err := sample.NewSampler(sample.Options{PID: pid, Interval: ts.opts.Interval, Port: ts.opts.Port, ProcRoot: ts.fs.Root(), JVM: ts.opts.JVM.options()})
 	if err != nil {
 		switch {
 		case explicit:

@@ -362,9 +362,12 @@ func TestServeBinaryStopsOnSIGINT(t *testing.T) {
 func TestServeJavaFindsJVMs(t *testing.T) {
 	url, _ := startServe(t, "--java", "--interval", "200ms", "--discovery-interval", "200ms")
 	jvm := testjvm.Start(t, testjvm.JDK17(t), "SyncSingleton")
-	info := fmt.Sprintf("ctprof_target_info{kind=jvm,pid=%d,target=java}", jvm.PID)
-	pool := fmt.Sprintf("ctprof_pool_threads{pid=%d,pool=request-N,target=java}", jvm.PID)
-	waitSeries(t, url, jvm.PID, "JVM found", func(s map[string]float64) bool { return s[info] == 1 && s[pool] == 8 })
+	// A JVM is named by its main class, and its thread dumps give Java
+	// states and the contended monitor.
+	info := fmt.Sprintf("ctprof_target_info{kind=jvm,pid=%d,target=SyncSingleton}", jvm.PID)
+	pool := fmt.Sprintf("ctprof_pool_threads{pid=%d,pool=request-N,target=SyncSingleton}", jvm.PID)
+	lock := fmt.Sprintf("ctprof_lock_blocked_threads{lock=monitor SyncSingleton,pid=%d,site=SyncSingleton.handle(SyncSingleton.java:29),target=SyncSingleton}", jvm.PID)
+	waitSeries(t, url, jvm.PID, "JVM found", func(s map[string]float64) bool { return s[info] == 1 && s[pool] == 8 && s[lock] >= 2 })
 }
 
 // Every `ctprof serve` invocation the project ships (Kubernetes manifests,

@@ -153,18 +153,36 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 		tw.printf("\n")
 	}
 
-	if len(s.FutexWaits) > 0 {
+	// Condition waits matter when several threads share one (an idle
+	// pool); a JVM parks every thread on a condition of its own.
+	shared, single := 0, 0
+	for _, w := range s.FutexWaits {
+		if w.Waiters >= 2 {
+			shared++
+		} else {
+			single++
+		}
+	}
+	if shared > 0 {
 		tw.printf("WAITING ON CONDITIONS (idle, not contention)\n")
-		for i, w := range s.FutexWaits {
-			if i == top {
-				tw.printf("  … %d more\n", len(s.FutexWaits)-top)
+		n := 0
+		for _, w := range s.FutexWaits {
+			if w.Waiters < 2 {
+				continue
+			}
+			if n == top {
+				tw.printf("  … %d more\n", shared-top)
 				break
 			}
+			n++
 			name := w.Address
 			if w.Symbol != nil {
 				name = *w.Symbol + " " + w.Address
 			}
 			tw.printf("  %3d waiting  futex %s\n", w.Waiters, T(name))
+		}
+		if single > 0 {
+			tw.printf("  (and %d conditions with a single waiter each)\n", single)
 		}
 		tw.printf("\n")
 	}
@@ -175,8 +193,8 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 			tw.printf("  … %d more\n", len(s.Pools)-top)
 			break
 		}
-		if s.Target != nil && s.Dumps == 0 {
-			tw.printf("  %5d  %-30s  cpu %5.1f%%  switches/s %8.1f vol %8.1f invol  %s\n", p.Threads, T(p.Name), p.CPUPercent, p.VoluntaryPerSecond, p.InvoluntaryPerSecond, formatOSStates(p.States))
+		if s.Target != nil {
+			tw.printf("  %5d  %-30s  cpu %5.1f%%  switches/s %8.1f vol %8.1f invol  %s\n", p.Threads, T(p.Name), p.CPUPercent, p.VoluntaryPerSecond, p.InvoluntaryPerSecond, formatAnyStates(p.States))
 			continue
 		}
 		tw.printf("  %5d  %s  %s\n", p.Threads, T(p.Name), formatStates(p.States))
@@ -329,6 +347,26 @@ func quoteNames(names []string) string {
 		q[i] = fmt.Sprintf("%q", Terminal(n))
 	}
 	return strings.Join(q, ", ")
+}
+
+// formatAnyStates prints a pool's states, Java or OS ones (a live JVM's
+// pool mixes Java threads and VM-internal ones known only to the OS).
+func formatAnyStates(m map[string]int) string {
+	java, os := map[string]int{}, map[string]int{}
+	for k, v := range m {
+		if k == strings.ToUpper(k) {
+			java[k] = v
+		} else {
+			os[k] = v
+		}
+	}
+	switch {
+	case len(java) == 0:
+		return formatOSStates(os)
+	case len(os) == 0:
+		return formatStates(java)
+	}
+	return formatStates(java) + ", " + formatOSStates(os)
 }
 
 func formatOSStates(m map[string]int) string {

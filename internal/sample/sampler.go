@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ctprof/ctprof/internal/jvm"
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
 // Options configure a live Sampler.
@@ -21,7 +23,30 @@ type Options struct {
 	Port int
 	// ProcRoot is where /proc is mounted ("/proc" when empty).
 	ProcRoot string
+	// JVM tunes thread dumps of JVM targets.
+	JVM JVMOptions
 }
+
+// JVMOptions tune the thread dumps of a JVM target.
+type JVMOptions struct {
+	// NoDumps samples a JVM through /proc and hsperfdata only.
+	NoDumps bool
+	// DumpEvery is the shortest time between dumps (0: every sample).
+	DumpEvery time.Duration
+	// PauseBudget is the largest share of the target's time ctprof's dumps
+	// may stop it for (default 0.005): after each dump the next one waits
+	// until its pause is within the budget.
+	PauseBudget float64
+	// DumpToFile uses Thread.dump_to_file (JDK 21+): no global safepoint,
+	// but no native thread ids to join with /proc.
+	DumpToFile bool
+	// Locks asks for owned synchronizers (-l), a heap scan at the safepoint.
+	Locks bool
+}
+
+// DefaultPauseBudget keeps the dumps' pause under 0.5 % of the target's
+// time.
+const DefaultPauseBudget = 0.005
 
 // StopReason says why Run returned.
 type StopReason int
@@ -60,6 +85,12 @@ type Sampler struct {
 	// retried (and failed) every tick.
 	fdDenied bool
 	lastN    int
+
+	// jvm is set for a JVM ctprof can read; nextDump is when the next
+	// thread dump is due; notes are said once, in the next snapshot.
+	jvm      *jvm.Info
+	nextDump time.Time
+	notes    []string
 }
 
 // NewSampler checks the target and opens what the sweep keeps open. It
@@ -81,17 +112,40 @@ func NewSampler(opts Options) (*Sampler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pid %d: %w", opts.PID, err)
 	}
-	kind := KindNative
-	if fs.IsJVM(opts.PID) {
-		kind = KindJVM
+	if opts.JVM.PauseBudget <= 0 {
+		opts.JVM.PauseBudget = DefaultPauseBudget
 	}
-	return &Sampler{
+	s := &Sampler{
 		opts:    opts,
 		fs:      fs,
 		threads: tr,
 		sym:     fs.NewSymbolizer(opts.PID),
-		target:  Target{PID: opts.PID, Name: p.Name, Kind: kind, CPUs: p.CPUs},
-	}, nil
+		target:  Target{PID: opts.PID, Name: p.Name, Kind: KindNative, CPUs: p.CPUs},
+	}
+	if fs.IsJVM(opts.PID) {
+		s.target.Kind = KindJVM
+		info, err := jvm.Inspect(opts.ProcRoot, opts.PID)
+		switch {
+		case err == nil:
+			s.jvm = info
+			if info.MainClass != "" {
+				s.target.Name = info.MainClass
+			}
+		case errors.Is(err, procfs.ErrProcessGone):
+			return nil, fmt.Errorf("no process with pid %d: %w", opts.PID, procfs.ErrProcessGone)
+		default:
+			s.notes = append(s.notes, fmt.Sprintf("no JVM thread dumps or counters: %v; sampling through /proc only", err))
+		}
+	}
+	if s.jvm != nil && !opts.JVM.NoDumps {
+		switch {
+		case !s.jvm.AttachSupported:
+			s.notes = append(s.notes, "no thread dumps: "+jvm.ErrAttachDisabled.Error())
+		case !s.jvm.CatchesQuit:
+			s.notes = append(s.notes, "no thread dumps: "+jvm.ErrNoQuitHandler.Error())
+		}
+	}
+	return s, nil
 }
 
 // IsJVM reports whether pid (under the /proc mounted at root) runs a JVM.
@@ -108,6 +162,11 @@ func (s *Sampler) Close() error { return s.threads.Close() }
 func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 	start := time.Now()
 	snap := &Snapshot{Time: start, Target: s.target, Interval: s.opts.Interval}
+	if s.jvm != nil {
+		if err := s.takeJVM(ctx, snap); err != nil {
+			return nil, err
+		}
+	}
 	threads, err := s.threads.Read(make([]OSThread, 0, s.lastN+16))
 	if err != nil {
 		return nil, err
@@ -130,12 +189,72 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 	if h, err := s.fs.Host(ctx); err == nil {
 		snap.Host = h
 	}
+	snap.Errors = append(snap.Errors, s.notes...)
+	s.notes = nil
 	snap.Missing = s.threads.Missing()
 	if s.fdDenied {
 		snap.Missing = append(snap.Missing, "fd")
 	}
 	snap.Cost = time.Since(start)
 	return snap, nil
+}
+
+// takeJVM reads the JVM's counters and, when one is due, a thread dump. A
+// dump that fails is reported in the snapshot and retried later; one the
+// JVM cannot give (attach disabled) stops the dumps with one note.
+func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot) error {
+	if pd, err := s.jvm.ReadPerfData(); err == nil {
+		c := pd.Counters()
+		snap.JVM = &JVMCounters{
+			LiveThreads: c.LiveThreads, DaemonThreads: c.DaemonThreads, PeakThreads: c.PeakThreads, StartedThreads: c.StartedThreads,
+			Safepoints: c.Safepoints, SafepointTime: c.SafepointTime, GCTime: c.GCTime, Sync: c.Sync,
+		}
+	} else if !s.fs.Exists(s.opts.PID) {
+		return fmt.Errorf("pid %d: %w", s.opts.PID, procfs.ErrProcessGone)
+	}
+	o := s.opts.JVM
+	if o.NoDumps || !s.jvm.AttachSupported || !s.jvm.CatchesQuit || snap.Time.Before(s.nextDump) {
+		return nil
+	}
+	mode := jvm.ModeThreadPrint
+	if o.DumpToFile {
+		mode = jvm.ModeDumpToFile
+	}
+	res, err := jvm.ThreadDump(ctx, s.jvm, jvm.DumpOptions{Mode: mode, Locks: o.Locks, AllowJcmd: true})
+	switch {
+	case errors.Is(err, procfs.ErrProcessGone):
+		return err
+	case errors.Is(err, jvm.ErrAttachDisabled), errors.Is(err, jvm.ErrNoQuitHandler):
+		s.opts.JVM.NoDumps = true
+		snap.Errors = append(snap.Errors, "no thread dumps: "+err.Error())
+		return nil
+	case err != nil:
+		if ctx.Err() != nil {
+			return nil
+		}
+		snap.Errors = append(snap.Errors, "thread dump failed: "+err.Error())
+		s.nextDump = snap.Time.Add(max(o.DumpEvery, 5*s.opts.Interval))
+		return nil
+	}
+	d, err := threaddump.ParseBytes(res.Text)
+	if err != nil {
+		snap.Errors = append(snap.Errors, "thread dump unreadable: "+err.Error())
+	} else {
+		snap.Dump = d[len(d)-1]
+		snap.DumpText = res.Text
+	}
+	snap.DumpCost = &DumpCost{Method: res.Method, Wall: res.Wall, Pause: res.Pause}
+	if res.Fallback != "" {
+		s.notes = append(s.notes, "thread dumps through jcmd: "+res.Fallback)
+	}
+	// Keep the pause within the budget: a dump that stopped the JVM for p
+	// waits p/budget before the next one.
+	wait := o.DumpEvery
+	if res.PauseKnown {
+		wait = max(wait, time.Duration(float64(res.Pause)/o.PauseBudget))
+	}
+	s.nextDump = snap.Time.Add(wait)
+	return nil
 }
 
 // Run samples every Interval until Count or Duration is reached, ctx is

@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ctprof/ctprof/internal/sample"
+)
+
+// jvmFlags are the thread-dump flags of every command that samples live
+// JVMs (attach, serve).
+type jvmFlags struct {
+	NoDumps      bool
+	DumpInterval time.Duration
+	PauseBudget  float64 // percent
+	DumpMode     string
+	Locks        bool
+}
+
+func (j *jvmFlags) register(f *pflag.FlagSet) {
+	f.BoolVar(&j.NoDumps, "no-dumps", false, "JVMs: sample through /proc and hsperfdata only, no thread dumps")
+	f.DurationVar(&j.DumpInterval, "dump-interval", 0, "JVMs: shortest time between thread dumps (0: every sample, within --pause-budget)")
+	f.Float64Var(&j.PauseBudget, "pause-budget", 0.5, "JVMs: largest share of the JVM's time, in percent, that ctprof's dumps may stop it for")
+	f.StringVar(&j.DumpMode, "dump-mode", "print", "JVMs: print (Thread.print, joined with OS threads) or file (Thread.dump_to_file, JDK 21+)")
+	f.BoolVar(&j.Locks, "locks", false, "JVMs: include owners of java.util.concurrent locks (-l; scans the heap at the safepoint)")
+}
+
+func (j *jvmFlags) validate() error {
+	if j.DumpMode != "print" && j.DumpMode != "file" {
+		return usageErrorf("--dump-mode must be print or file, not %q", j.DumpMode)
+	}
+	if j.PauseBudget <= 0 || j.PauseBudget > 100 {
+		return usageErrorf("--pause-budget is a percentage between 0 and 100")
+	}
+	if j.DumpInterval < 0 {
+		return usageErrorf("--dump-interval must not be negative")
+	}
+	return nil
+}
+
+func (j *jvmFlags) options() sample.JVMOptions {
+	return sample.JVMOptions{NoDumps: j.NoDumps, DumpEvery: j.DumpInterval, PauseBudget: j.PauseBudget / 100, DumpToFile: j.DumpMode == "file", Locks: j.Locks}
+}
