@@ -41,7 +41,9 @@ unit:
 	else \
 		echo "real-world dump corpus: $(SHARED_DUMPS) not found (the corpus tests are skipped)"; \
 	fi
-	CTPROF_SHARED_DUMPS=$(SHARED_DUMPS) $(GO) test -count=1 -timeout $(TESTTIMEOUT) ./...
+	# One package at a time (-p 1): the tests start JVMs and measure timing on
+	# a 2-core machine, and must not compete with each other for the CPUs.
+	CTPROF_SHARED_DUMPS=$(SHARED_DUMPS) $(GO) test -p 1 -count=1 -timeout $(TESTTIMEOUT) ./...
 
 # Every fuzz target (one per parser, in any package) runs for FUZZTIME; a
 # crash fails the build and leaves the input under testdata/fuzz for a

@@ -40,7 +40,7 @@ func TestScaleNamesTheLockThatGrows(t *testing.T) {
 	top := cont.Locks[0]
 	assert.Contains(t, top.Name, "work_lock")
 	assert.Greater(t, top.BlockedShare[1], top.BlockedShare[0], "contention grows with CPUs")
-	assert.Greater(t, top.BlockedShare[1], 0.3)
+	assert.Greater(t, top.BlockedShare[1], 0.1, "a thread queues on the lock in a good share of the samples")
 }
 
 func TestScaleErrors(t *testing.T) {
