@@ -14,7 +14,7 @@ func hintFor(err error) string {
 	case errors.Is(err, fs.ErrPermission):
 		return "run as the file's owner or root"
 	case errors.Is(err, fs.ErrNotExist):
-		return "check the path; use - to read a dump from standard input"
+		return "check the path; use - to read standard input"
 	case errors.Is(err, threaddump.ErrNoThreadDump):
 		return "take one with `jcmd <pid> Thread.print -l > dump.txt` (or jstack -l <pid>)"
 	case errors.Is(err, threaddump.ErrUnsupportedFormat):

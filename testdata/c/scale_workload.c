@@ -27,7 +27,9 @@ static struct counter counters[256];
 static int nworkers;
 
 static unsigned long piece(unsigned long x) {
-	for (int i = 0; i < 20000; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+	// About a millisecond: long enough that a waiter sleeps on the mutex
+	// rather than spinning through wake-ups.
+	for (int i = 0; i < 1000000; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
 	return x;
 }
 

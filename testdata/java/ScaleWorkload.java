@@ -22,7 +22,7 @@ public class ScaleWorkload {
     }
 
     static long piece(long x) {
-        for (int i = 0; i < 20000; i++) {
+        for (int i = 0; i < 1000000; i++) { // about a millisecond
             x = x * 6364136223846793005L + 1442695040888963407L;
         }
         return x;

@@ -1,0 +1,289 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/report"
+	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/scale"
+	"github.com/ctprof/ctprof/pkg/usl"
+)
+
+// ScaleOptions are the inputs of `ctprof scale`.
+type ScaleOptions struct {
+	IO          IO
+	Command     []string
+	Vary        string
+	CPUs        string
+	Concurrency string
+	Regex       string
+	Metric      string
+	Warmup      time.Duration
+	Measure     time.Duration
+	Interval    time.Duration
+	Format      string
+	JVM         jvmFlags
+}
+
+const scaleLong = `Run a workload at several CPU counts (or concurrency levels), measure its
+throughput at each, profile it meanwhile, and fit Amdahl's law and the
+Universal Scalability Law: how much faster does it get with more CPUs, and
+which lock stops it?
+
+For each level ctprof starts the command bound to that many CPUs (the first
+N of those ctprof may use; the affinity is set before the workload's first
+instruction), waits --warmup, then for --measure reads its throughput and
+samples it as ctprof attach does (JVMs included), then stops it (SIGTERM,
+then SIGKILL). It prints throughput normalised to the first level, both fits
+(see ctprof fit --help), and for every lock the share of samples in which a
+thread queued on it at each level: the lock that grows with the CPUs stands
+out.
+
+Throughput comes from the workload's own output (--throughput-regex: the
+first group, or the match, of every matching line printed during the
+measurement, averaged) or from a Prometheus counter it serves
+(--throughput-metric URL#name: its rate over the measurement).
+
+With --vary concurrency the CPUs stay as they are and the level is the
+workload's concurrency instead, as in load tests that step up users: every
+{n} in the command is replaced by the level, and CTPROF_CONCURRENCY=n is in
+its environment. The command should exec the workload itself (not a shell
+script that forks it), since ctprof profiles the process it starts.`
+
+const scaleExample = `  ctprof scale --cpus 1,2,4 --throughput-regex 'throughput (\d+) ops/s' -- java -cp app.jar Bench
+  ctprof scale --vary concurrency --concurrency 1,2,4,8,16 \
+      --throughput-metric http://127.0.0.1:8080/metrics#requests_total -- ./server --workers {n}
+  ctprof scale --format json --throughput-regex 'rps=([0-9.]+)' -- ./bench > scaling.json`
+
+func init() { register(func(io IO) *cobra.Command { return NewCmdScale(io, nil) }) }
+
+// NewCmdScale builds `ctprof scale`.
+func NewCmdScale(io IO, runF func(*ScaleOptions) error) *cobra.Command {
+	opts := &ScaleOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:     "scale [flags] -- COMMAND [ARGS...]",
+		Short:   "Run a workload on 1..N CPUs, fit Amdahl and the USL, and show which lock grows",
+		Long:    scaleLong,
+		Example: scaleExample,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("scale needs the workload's command after --")
+			}
+			opts.Command = args
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Format != "text" && opts.Format != "json" {
+				return usageErrorf("unknown --format %q: use text or json", opts.Format)
+			}
+			if (opts.Regex == "") == (opts.Metric == "") {
+				return usageErrorf("give one of --throughput-regex and --throughput-metric")
+			}
+			if opts.Vary != string(scale.VaryCPUs) && opts.Vary != string(scale.VaryConcurrency) {
+				return usageErrorf("--vary must be cpus or concurrency")
+			}
+			if opts.Vary == string(scale.VaryConcurrency) && opts.Concurrency == "" {
+				return usageErrorf("--vary concurrency needs --concurrency LEVELS (e.g. 1,2,4,8)")
+			}
+			if opts.Measure <= 0 || opts.Warmup < 0 || opts.Interval < 10*time.Millisecond {
+				return usageErrorf("--measure must be positive, --warmup not negative, --interval at least 10ms")
+			}
+			if err := opts.JVM.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return scaleRun(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Vary, "vary", "cpus", "what to vary: cpus (bind the workload to 1..N CPUs) or concurrency")
+	f.StringVar(&opts.CPUs, "cpus", "", "CPU counts to run at, e.g. 1,2,4 (default: 1, 2, 4, … up to all ctprof may use)")
+	f.StringVar(&opts.Concurrency, "concurrency", "", "concurrency levels for --vary concurrency, e.g. 1,2,4,8")
+	f.StringVar(&opts.Regex, "throughput-regex", "", "read throughput from output lines matching this (first group, or the match)")
+	f.StringVar(&opts.Metric, "throughput-metric", "", "read throughput as the rate of a Prometheus counter: URL#metric_name")
+	f.DurationVar(&opts.Warmup, "warmup", 5*time.Second, "time to let each run warm up before measuring")
+	f.DurationVar(&opts.Measure, "measure", 20*time.Second, "measurement time per level")
+	f.DurationVarP(&opts.Interval, "interval", "i", time.Second, "profiling interval")
+	f.StringVarP(&opts.Format, "format", "f", "text", "output format: text or json")
+	opts.JVM.register(f)
+	return cmd
+}
+
+// parseLevels reads "1,2,4".
+func parseLevels(s, flag string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 1 {
+			return nil, usageErrorf("%s: %q is not a positive whole number", flag, part)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, usageErrorf("%s: levels must rise, got %s", flag, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// defaultCPULevels is 1, 2, 4, … and all.
+func defaultCPULevels(n int) []int {
+	var out []int
+	for k := 1; k < n; k *= 2 {
+		out = append(out, k)
+	}
+	return append(out, n)
+}
+
+// ScaleDocument is the JSON form of a scaling run.
+type ScaleDocument struct {
+	Vary       string              `json:"vary"`
+	Throughput string              `json:"throughput_source"`
+	Levels     []ScaleLevel        `json:"levels"`
+	Fit        *report.FitDocument `json:"fit"`
+	Locks      []scale.LockTrend   `json:"locks"`
+	Findings   []analysis.Finding  `json:"findings"`
+	// Summaries are the profile of each level, as ctprof attach prints it.
+	Summaries []*analysis.Summary `json:"summaries,omitempty"`
+}
+
+// ScaleLevel is one level of the run.
+type ScaleLevel struct {
+	N          int     `json:"n"`
+	Throughput float64 `json:"throughput"`
+	Normalized float64 `json:"normalized"`
+	CPUPercent float64 `json:"cpu_percent"`
+}
+
+func scaleRun(ctx context.Context, opts *ScaleOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cpus, err := scale.AllowedCPUs()
+	if err != nil {
+		return err
+	}
+	o := scale.Options{
+		Command: opts.Command, Vary: scale.Vary(opts.Vary), CPUs: cpus,
+		Warmup: opts.Warmup, Measure: opts.Measure, Interval: opts.Interval,
+		Sampler: func(pid int) (scale.Runner, error) {
+			return sample.NewSampler(sample.Options{PID: pid, Interval: opts.Interval, Duration: opts.Measure, JVM: opts.JVM.options()})
+		},
+	}
+	switch {
+	case o.Vary == scale.VaryConcurrency:
+		if o.Levels, err = parseLevels(opts.Concurrency, "--concurrency"); err != nil {
+			return err
+		}
+	case opts.CPUs != "":
+		if o.Levels, err = parseLevels(opts.CPUs, "--cpus"); err != nil {
+			return err
+		}
+	default:
+		if len(cpus) < 2 {
+			return fmt.Errorf("ctprof may use only %d CPU here (%v): there is nothing to compare; run it with more CPUs, or vary the workload's concurrency (--vary concurrency)", len(cpus), cpus)
+		}
+		o.Levels = defaultCPULevels(len(cpus))
+	}
+	if opts.Regex != "" {
+		if _, err := scale.NewRegexThroughput(opts.Regex); err != nil {
+			return usageErrorf("--throughput-regex: %v", err)
+		}
+		o.NewThroughput = func() (scale.Throughput, error) { return scale.NewRegexThroughput(opts.Regex) }
+	} else {
+		if _, err := scale.ParseMetricSpec(opts.Metric); err != nil {
+			return usageError{err}
+		}
+		o.NewThroughput = func() (scale.Throughput, error) { return scale.ParseMetricSpec(opts.Metric) }
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "ctprof: running %s at %s %v, %s warm-up and %s measurement each; Ctrl-C stops\n",
+		report.Terminal(strings.Join(opts.Command, " ")), o.Vary, o.Levels, opts.Warmup, opts.Measure)
+	res, err := scale.Run(ctx, o, func(s string) { fmt.Fprintf(opts.IO.ErrOut, "ctprof: %s\n", s) })
+	if err != nil {
+		return err
+	}
+	doc := scaleDocument(res)
+	if opts.Format == "json" {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(doc)
+	}
+	return scaleText(opts.IO, doc)
+}
+
+func scaleDocument(res *scale.Result) *ScaleDocument {
+	pts := res.Points()
+	u, uerr := usl.FitUSL(pts)
+	a, aerr := usl.FitAmdahl(pts)
+	doc := &ScaleDocument{
+		Vary: string(res.Vary), Throughput: res.Throughput,
+		Fit:   report.NewFitDocument(pts, u, uerr, a, aerr),
+		Locks: res.Locks, Findings: res.Findings(a),
+	}
+	if doc.Locks == nil {
+		doc.Locks = []scale.LockTrend{}
+	}
+	for _, lv := range res.Levels {
+		sl := ScaleLevel{N: lv.N, Throughput: lv.Throughput, Normalized: lv.Normalized}
+		if lv.Summary != nil {
+			sl.CPUPercent = lv.Summary.CPUPercent
+		}
+		doc.Levels = append(doc.Levels, sl)
+		doc.Summaries = append(doc.Summaries, lv.Summary)
+	}
+	return doc
+}
+
+func scaleText(io IO, doc *ScaleDocument) error {
+	T := report.Terminal
+	w := io.Out
+	unit := "CPUs"
+	if doc.Vary == string(scale.VaryConcurrency) {
+		unit = "N"
+	}
+	fmt.Fprintf(w, "throughput from %s\n\n", T(doc.Throughput))
+	fmt.Fprintf(w, "%8s  %14s  %9s  %9s\n", unit, "throughput", "speed-up", "CPU")
+	for _, lv := range doc.Levels {
+		fmt.Fprintf(w, "%8d  %14.6g  %8.2fx  %8.0f%%\n", lv.N, lv.Throughput, lv.Normalized, lv.CPUPercent)
+	}
+	fmt.Fprintln(w)
+	if err := report.FitText(w, doc.Fit); err != nil {
+		return err
+	}
+	if len(doc.Locks) > 0 {
+		fmt.Fprintf(w, "\nLOCKS BY LEVEL (share of samples with a thread queued)\n")
+		for i, l := range doc.Locks {
+			if i == 10 {
+				break
+			}
+			fmt.Fprintf(w, "  %s", T(l.Name))
+			if l.Site != "" {
+				fmt.Fprintf(w, " at %s", T(l.Site))
+			}
+			fmt.Fprintln(w)
+			for j, lv := range doc.Levels {
+				fmt.Fprintf(w, "      %3d %s: %5.1f %%  (%.2f waiting on average)\n", lv.N, unit, 100*l.BlockedShare[j], l.AvgWaiters[j])
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nFINDINGS\n")
+	for _, f := range doc.Findings {
+		fmt.Fprintf(w, "  [%s] %s\n", strings.ToUpper(f.Severity), T(f.Summary))
+		fmt.Fprintf(w, "      next: %s\n", T(f.NextStep))
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/testjvm"
+	"github.com/ctprof/ctprof/internal/testnative"
+)
+
+// scaleJSON runs `ctprof scale` and decodes its document.
+func scaleJSON(t *testing.T, args ...string) ScaleDocument {
+	t.Helper()
+	code, out, errOut := run(t, "", append([]string{"scale", "--format", "json"}, args...)...)
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	var doc ScaleDocument
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	return doc
+}
+
+func amdahlSigma(t *testing.T, doc ScaleDocument) float64 {
+	t.Helper()
+	require.NotNil(t, doc.Fit.Amdahl, "amdahl: %s", doc.Fit.AmdahlError)
+	return doc.Fit.Amdahl.Sigma
+}
+
+// On this 2-CPU machine: the workload whose threads serialize on one lock
+// gets the larger σ, and its lock is named as the one that grows.
+func TestScaleNativeContendedAgainstIndependent(t *testing.T) {
+	bin := testnative.Build(t, "scale_workload")
+	common := []string{"--cpus", "1,2", "--warmup", "500ms", "--measure", "2s", "--interval", "100ms", "--throughput-regex", `throughput (\d+) ops/s`, "--"}
+	indep := scaleJSON(t, append(common, bin, "independent")...)
+	cont := scaleJSON(t, append(common, bin, "contended")...)
+	require.Len(t, cont.Levels, 2)
+	assert.Equal(t, 1.0, cont.Levels[0].Normalized)
+	t.Logf("σ independent %.2f, contended %.2f", amdahlSigma(t, indep), amdahlSigma(t, cont))
+	assert.Greater(t, amdahlSigma(t, cont), amdahlSigma(t, indep)+0.3)
+	assert.Greater(t, indep.Levels[1].Normalized, 1.5, "independent work uses the second CPU")
+
+	require.NotEmpty(t, cont.Locks)
+	assert.Contains(t, cont.Locks[0].Name, "work_lock")
+	require.Len(t, cont.Findings, 1)
+	assert.Contains(t, cont.Findings[0].Summary, "work_lock")
+	assert.Contains(t, cont.Findings[0].Summary, "of samples at 2 CPUs against")
+	assert.Nil(t, cont.Fit.USL, "two levels are too few for the USL")
+	assert.Contains(t, cont.Fit.USLError, "needs 4")
+	require.Len(t, cont.Summaries, 2, "each level's profile is kept")
+}
+
+// The Java workload: synchronized on one object against independent
+// threads, profiled through thread dumps of the JVM at each level.
+func TestScaleJavaMonitorAgainstIndependent(t *testing.T) {
+	jdk := testjvm.JDK17(t)
+	classes := testjvm.Compile(t, jdk)
+	java := jdk.Bin("java")
+	common := []string{"--cpus", "1,2", "--warmup", "1500ms", "--measure", "2500ms", "--interval", "250ms", "--throughput-regex", `throughput (\d+) ops/s`, "--",
+		java, "-XX:+UseSerialGC", "-Xmx64m", "-cp", classes, "ScaleWorkload"}
+	indep := scaleJSON(t, append(common, "independent")...)
+	cont := scaleJSON(t, append(common, "contended")...)
+	t.Logf("σ independent %.2f, contended %.2f", amdahlSigma(t, indep), amdahlSigma(t, cont))
+	assert.Greater(t, amdahlSigma(t, cont), amdahlSigma(t, indep)+0.3)
+	require.NotEmpty(t, cont.Locks)
+	assert.Equal(t, "monitor ScaleWorkload$SharedCounter", cont.Locks[0].Name)
+	assert.Contains(t, cont.Locks[0].Site, "ScaleWorkload")
+	assert.Greater(t, cont.Locks[0].BlockedShare[1], cont.Locks[0].BlockedShare[0])
+	assert.Contains(t, cont.Findings[0].Summary, "ScaleWorkload$SharedCounter")
+}
+
+func TestScaleErrors(t *testing.T) {
+	bin := testnative.Build(t, "scale_workload")
+	quick := []string{"--cpus", "1,2", "--warmup", "200ms", "--measure", "800ms", "--interval", "100ms"}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no command", []string{"scale", "--throughput-regex", "x"}, 2, "workload's command"},
+		{"no throughput", []string{"scale", "--", bin}, 2, "--throughput-regex"},
+		{"both throughputs", []string{"scale", "--throughput-regex", "x", "--throughput-metric", "http://x/m#y", "--", bin}, 2, "one of"},
+		{"bad levels", []string{"scale", "--cpus", "2,1", "--throughput-regex", "x", "--", bin}, 2, "must rise"},
+		{"bad metric", []string{"scale", "--throughput-metric", "nourl", "--", bin}, 2, "URL#metric_name"},
+		{"too many CPUs", append(append([]string{"scale"}, "--cpus", "1,64", "--throughput-regex", "x", "--"), bin, "independent"), 1, "cannot bind to 64 CPUs"},
+		{"workload fails", append(append(append([]string{"scale"}, quick...), "--throughput-regex", `throughput (\d+)`, "--"), bin, "nonsense"), 1, "usage:"},
+		{"throughput not found", append(append(append([]string{"scale"}, quick...), "--throughput-regex", `rps=(\d+)`, "--"), bin, "independent"), 1, "no line of the workload's output matched"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := run(t, "", tc.args...)
+			assert.Equal(t, tc.code, code, errOut)
+			assert.Contains(t, errOut, tc.msg)
+		})
+	}
+}
+
+// On a machine (or cgroup) with one CPU there is nothing to compare: a
+// clear error. ctprof's own affinity is narrowed with taskset to make one.
+func TestScaleOnOneCPU(t *testing.T) {
+	taskset, err := exec.LookPath("taskset")
+	require.NoError(t, err, "taskset (util-linux) is needed for this test")
+	bin, err := buildCtprof()
+	require.NoError(t, err)
+	out, err := exec.Command(taskset, "-c", "0", bin, "scale", "--throughput-regex", "x", "--", "true").CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(out), "nothing to compare")
+	assert.True(t, strings.HasPrefix(string(out), "ctprof: "), string(out))
+}
