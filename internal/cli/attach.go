@@ -19,6 +19,7 @@ import (
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/metrics"
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/record"
 	"github.com/ctprof/ctprof/internal/report"
 	"github.com/ctprof/ctprof/internal/sample"
 )
@@ -36,6 +37,8 @@ type AttachOptions struct {
 	Top      int
 	// JVM targets: thread dumps.
 	JVM jvmFlags
+	// Record appends every sample to this recording (ctprof report).
+	Record string
 	// Listen, when set, serves Prometheus metrics of the run there;
 	// WebConfigFile adds TLS and basic auth (exporter-toolkit format).
 	Listen        string
@@ -86,7 +89,8 @@ const attachExample = `  ctprof attach 4242                       # until Ctrl-C
   ctprof attach --name 'market-?data' --interval 500ms --count 20
   ctprof attach 4242 --locks --dump-interval 10s   # JVM: j.u.c. owners, a dump every 10 s at most
   ctprof attach 4242 --port 8080           # count only clients of port 8080
-  ctprof attach 4242 --listen 127.0.0.1:9901   # and serve /metrics meanwhile`
+  ctprof attach 4242 --listen 127.0.0.1:9901   # and serve /metrics meanwhile
+  ctprof attach 4242 --duration 1h --record run.ctprof   # replay later: ctprof report run.ctprof`
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdAttach(io, nil) }) }
 
@@ -146,6 +150,7 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 	f.StringVarP(&opts.Format, "format", "f", "text", "summary format: text or json")
 	f.IntVar(&opts.Top, "top", 10, "rows per table in the text summary")
 	opts.JVM.register(f)
+	f.StringVar(&opts.Record, "record", "", "also append every sample to this recording file, for ctprof report")
 	f.StringVar(&opts.Listen, "listen", "", "serve Prometheus metrics at this address while sampling (e.g. 127.0.0.1:9901)")
 	f.StringVar(&opts.WebConfigFile, "web.config.file", "", "TLS and basic auth for --listen (Prometheus exporter-toolkit web config)")
 	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -200,6 +205,19 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 		}()
 	}
 
+	var rec *record.Writer
+	if opts.Record != "" {
+		if rec, err = record.Create(opts.Record, record.Header{Version: Version(), Start: time.Now(), Target: s.Target(), Interval: opts.Interval, Port: opts.Port}); err != nil {
+			return err
+		}
+		defer func() {
+			if err := rec.Close(); err != nil {
+				fmt.Fprintf(opts.IO.ErrOut, "ctprof: %v\n", err)
+			}
+		}()
+	}
+	var recErr error
+
 	showStatus := isTerminal(opts.IO.ErrOut)
 	if opts.Status != nil {
 		showStatus = *opts.Status
@@ -212,6 +230,13 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 	reason, runErr := s.Run(ctx, func(snap *sample.Snapshot) {
 		agg.Add(snap)
 		n++
+		if rec != nil && recErr == nil {
+			// A failed recording (a full disk) does not stop the run: the
+			// summary still comes, and says so.
+			if recErr = rec.Append(snap); recErr != nil {
+				fmt.Fprintf(opts.IO.ErrOut, "\nctprof: %v\n", recErr)
+			}
+		}
 		if showStatus {
 			fmt.Fprintf(opts.IO.ErrOut, "\r\x1b[K%s", statusLine(time.Since(start), n, snap))
 		}
@@ -237,8 +262,14 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 	if err := writeSummary(opts.IO.Out, agg, opts.Format, opts.Top); err != nil {
 		return err
 	}
+	if rec != nil && recErr == nil {
+		fmt.Fprintf(opts.IO.ErrOut, "ctprof: %d samples recorded in %s (replay: ctprof report %s)\n", rec.Frames(), opts.Record, opts.Record)
+	}
 	if runErr != nil {
 		return fmt.Errorf("sampling stopped early: %w", runErr)
+	}
+	if recErr != nil {
+		return fmt.Errorf("the recording stopped early: %w", recErr)
 	}
 	return nil
 }

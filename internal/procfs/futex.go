@@ -134,6 +134,9 @@ func GroupFutexWaits(threads []Thread, sym *Symbolizer) []FutexWait {
 		}
 		fw.TIDs = append(fw.TIDs, t.TID)
 	}
+	if len(by) == 0 {
+		return nil
+	}
 	out := make([]FutexWait, 0, len(by))
 	for addr, fw := range by {
 		if sym != nil {

@@ -1,0 +1,338 @@
+// Package record writes and reads ctprof recordings: every Snapshot of a
+// live run, appended as it is taken, so `ctprof report` can replay the run
+// through the same Aggregator later.
+//
+// The file is crash-safe: a magic line and a header frame, then one frame
+// per snapshot, each a length, a CRC-32C and a flate-compressed payload
+// written with a single write. A run killed mid-write leaves at most a
+// partial last frame, which the reader reports and skips. Snapshots are
+// delta-encoded against the previous frame, with a keyframe every
+// KeyframeEvery frames so that damage stays local (docs/recording.md).
+package record
+
+import (
+	"bufio"
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"time"
+
+	"github.com/ctprof/ctprof/internal/sample"
+)
+
+// FormatVersion is the version this ctprof writes and the newest it reads.
+const FormatVersion = 1
+
+// magic starts every recording; the version byte follows it.
+const magic = "CTPROF-RECORDING\n"
+
+// KeyframeEvery is how often a frame is self-contained.
+const KeyframeEvery = 60
+
+// Frame types.
+const (
+	frameHeader   = 'H'
+	frameKey      = 'K'
+	frameDelta    = 'D'
+	frameOverhead = 8 // length and checksum
+	// maxFrame bounds a frame's stated length: a hostile or damaged length
+	// must not make the reader allocate gigabytes.
+	maxFrame = 256 << 20
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// Errors callers act on.
+var (
+	// ErrNotRecording: the file is not a ctprof recording.
+	ErrNotRecording = errors.New("not a ctprof recording")
+	// ErrNewerFormat: the recording was written by a newer ctprof.
+	ErrNewerFormat = errors.New("recording written by a newer ctprof")
+)
+
+// Header describes the recorded run.
+type Header struct {
+	// Version is the ctprof version that wrote the file.
+	Version  string        `json:"ctprof_version"`
+	Start    time.Time     `json:"start"`
+	Target   sample.Target `json:"target"`
+	Interval time.Duration `json:"interval_ns"`
+	Port     int           `json:"port,omitempty"`
+	Host     string        `json:"host,omitempty"`
+}
+
+// Writer appends snapshots to a recording.
+type Writer struct {
+	f       *os.File
+	path    string
+	size    int64 // bytes of complete frames
+	frames  int
+	prev    threadState
+	strings map[string]uint64
+	zbuf    bytes.Buffer
+	zw      *flate.Writer
+	failed  error
+	// DroppedDumps counts snapshots whose parsed dump had no raw text to
+	// record (a replay cannot re-create those dumps).
+	DroppedDumps int
+}
+
+// Create starts a recording at path; an existing file is not overwritten.
+func Create(path string, h Header) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("%s exists: choose another name or remove it first", path)
+		}
+		return nil, fmt.Errorf("create recording: %w", err)
+	}
+	zw, _ := flate.NewWriter(nil, flate.BestSpeed)
+	w := &Writer{f: f, path: path, zw: zw}
+	hb, err := json.Marshal(h)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("create recording: %w", err)
+	}
+	head := append([]byte(magic), FormatVersion)
+	if _, err := f.Write(head); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	w.size = int64(len(head))
+	if err := w.writeFrame(frameHeader, hb); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Append adds one snapshot. After a write error (a full disk) the file is
+// cut back to its last complete frame, stays readable, and every further
+// Append returns the error.
+func (w *Writer) Append(s *sample.Snapshot) error {
+	if w.failed != nil {
+		return w.failed
+	}
+	if s.Dump != nil && s.DumpText == nil {
+		w.DroppedDumps++
+	}
+	key := w.frames%KeyframeEvery == 0 || len(w.strings) > 1<<16
+	if key {
+		w.strings = map[string]uint64{}
+		w.prev = nil
+	}
+	e := &encoder{strings: w.strings}
+	w.prev = encodeSnapshot(e, s, w.prev, key)
+	typ := byte(frameDelta)
+	if key {
+		typ = frameKey
+	}
+	if err := w.writeFrame(typ, e.b); err != nil {
+		return err
+	}
+	w.frames++
+	return nil
+}
+
+// writeFrame compresses payload and writes type, length, checksum and data
+// with one write.
+func (w *Writer) writeFrame(typ byte, payload []byte) error {
+	w.zbuf.Reset()
+	w.zbuf.Write(make([]byte, frameOverhead+1))
+	w.zw.Reset(&w.zbuf)
+	if _, err := w.zw.Write(payload); err != nil {
+		return err
+	}
+	if err := w.zw.Close(); err != nil {
+		return err
+	}
+	b := w.zbuf.Bytes()
+	b[frameOverhead] = typ
+	body := b[frameOverhead:]
+	binary.LittleEndian.PutUint32(b[0:], uint32(len(body)))
+	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(body, crcTable))
+	n, err := w.f.Write(b)
+	if err != nil {
+		// Leave no partial frame behind, so what was recorded stays
+		// readable and nothing follows a gap.
+		_ = w.f.Truncate(w.size)
+		_, _ = w.f.Seek(w.size, io.SeekStart)
+		w.failed = fmt.Errorf("write %s (recording stopped after %d samples): %w", w.path, w.frames, err)
+		return w.failed
+	}
+	w.size += int64(n)
+	return nil
+}
+
+// Frames is the number of snapshots written.
+func (w *Writer) Frames() int { return w.frames }
+
+// Close flushes the file to disk and closes it.
+func (w *Writer) Close() error {
+	syncErr := w.f.Sync()
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", w.path, err)
+	}
+	if syncErr != nil && w.failed == nil {
+		return fmt.Errorf("sync %s: %w", w.path, syncErr)
+	}
+	return nil
+}
+
+// Reader replays a recording.
+type Reader struct {
+	f        *os.File
+	r        *bufio.Reader
+	path     string
+	header   Header
+	offset   int64
+	prev     threadState
+	strings  []string
+	frames   int
+	warnings []string
+	done     bool
+}
+
+// Open opens a recording and reads its header.
+func Open(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{f: f, r: bufio.NewReaderSize(f, 1<<20), path: path}
+	head := make([]byte, len(magic)+1)
+	if _, err := io.ReadFull(r.r, head); err != nil || string(head[:len(magic)]) != magic {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
+	}
+	if v := head[len(magic)]; v > FormatVersion {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w (format %d; this ctprof reads up to %d): use a newer ctprof", path, ErrNewerFormat, v, FormatVersion)
+	}
+	r.offset = int64(len(head))
+	typ, body, err := r.frame()
+	if err != nil || typ != frameHeader {
+		f.Close()
+		if err == nil {
+			err = errors.New("the first frame is not the header")
+		}
+		return nil, fmt.Errorf("%s: %w: %v", path, ErrNotRecording, err)
+	}
+	if err := json.Unmarshal(body, &r.header); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: bad header: %w", path, err)
+	}
+	return r, nil
+}
+
+// Header describes the recorded run.
+func (r *Reader) Header() Header { return r.header }
+
+// Warnings says what was wrong with the file (a cut-off end, a damaged
+// frame), once the replay has met it.
+func (r *Reader) Warnings() []string { return append([]string(nil), r.warnings...) }
+
+// Close closes the file.
+func (r *Reader) Close() error { return r.f.Close() }
+
+// errPartial and errDamaged tell frame's caller what kind of end it met.
+var (
+	errPartial = errors.New("partial frame")
+	errDamaged = errors.New("damaged frame")
+)
+
+// frame reads the next frame: its type and decompressed payload.
+func (r *Reader) frame() (byte, []byte, error) {
+	var head [frameOverhead]byte
+	n, err := io.ReadFull(r.r, head[:])
+	if err == io.EOF {
+		return 0, nil, io.EOF
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %d of %d header bytes", errPartial, n, frameOverhead)
+	}
+	length := binary.LittleEndian.Uint32(head[0:])
+	sum := binary.LittleEndian.Uint32(head[4:])
+	if length == 0 || length > maxFrame {
+		return 0, nil, fmt.Errorf("%w: impossible length %d", errDamaged, length)
+	}
+	body := make([]byte, 0, min(length, 1<<20))
+	body, err = readN(r.r, body, int(length))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %d of %d bytes", errPartial, len(body), length)
+	}
+	if crc32.Checksum(body, crcTable) != sum {
+		return 0, nil, fmt.Errorf("%w: checksum mismatch", errDamaged)
+	}
+	payload, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(body[1:])), 1<<30))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", errDamaged, err)
+	}
+	r.offset += int64(frameOverhead) + int64(length)
+	return body[0], payload, nil
+}
+
+// readN reads n bytes, growing b as data arrives rather than trusting n.
+func readN(r io.Reader, b []byte, n int) ([]byte, error) {
+	for len(b) < n {
+		chunk := min(n-len(b), 1<<20)
+		start := len(b)
+		b = append(b, make([]byte, chunk)...)
+		m, err := io.ReadFull(r, b[start:])
+		b = b[:start+m]
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// Next returns the next snapshot, or io.EOF at the end of the recording
+// (including an end cut short or damaged: Warnings then says so).
+func (r *Reader) Next() (*sample.Snapshot, error) {
+	if r.done {
+		return nil, io.EOF
+	}
+	at := r.offset
+	typ, payload, err := r.frame()
+	if err == nil && typ != frameKey && typ != frameDelta {
+		err = fmt.Errorf("%w: unknown frame type %q", errDamaged, typ)
+	}
+	if err == nil {
+		if typ == frameKey {
+			r.strings, r.prev = nil, nil
+		} else if r.prev == nil && r.frames > 0 {
+			err = fmt.Errorf("%w: a delta frame without its keyframe", errDamaged)
+		}
+	}
+	var s *sample.Snapshot
+	if err == nil {
+		d := &decoder{b: payload, strings: &r.strings}
+		var next threadState
+		s, next = decodeSnapshot(d, r.prev, typ == frameKey)
+		if derr := d.done(); derr != nil {
+			err = fmt.Errorf("%w: %v", errDamaged, derr)
+		} else {
+			r.prev = next
+		}
+	}
+	if err != nil {
+		r.done = true
+		switch {
+		case errors.Is(err, io.EOF):
+		case errors.Is(err, errPartial):
+			r.warnings = append(r.warnings, fmt.Sprintf("recording ends with a partial frame at byte %d: the run was cut off; %d samples replayed", at, r.frames))
+		default:
+			r.warnings = append(r.warnings, fmt.Sprintf("recording damaged at byte %d (%v): replay stops there; %d samples replayed", at, err, r.frames))
+		}
+		return nil, io.EOF
+	}
+	r.frames++
+	return s, nil
+}

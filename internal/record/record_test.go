@@ -1,0 +1,320 @@
+package record
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/testjvm"
+	"github.com/ctprof/ctprof/internal/testnative"
+	"github.com/ctprof/ctprof/pkg/threaddump"
+)
+
+// takeSnapshots samples a real process n times.
+func takeSnapshots(t testing.TB, pid, n int) []*sample.Snapshot {
+	t.Helper()
+	s, err := sample.NewSampler(sample.Options{PID: pid, Interval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	defer s.Close()
+	var out []*sample.Snapshot
+	for i := 0; i < n; i++ {
+		snap, err := s.Take(context.Background())
+		require.NoError(t, err)
+		out = append(out, snap)
+		time.Sleep(20 * time.Millisecond)
+	}
+	return out
+}
+
+func writeAll(t testing.TB, path string, snaps []*sample.Snapshot) {
+	t.Helper()
+	w, err := Create(path, Header{Version: "test", Start: time.Unix(1700000000, 0).UTC(), Target: snaps[0].Target, Interval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	for _, s := range snaps {
+		require.NoError(t, w.Append(s))
+	}
+	require.NoError(t, w.Close())
+}
+
+func readAll(t testing.TB, path string) ([]*sample.Snapshot, *Reader) {
+	t.Helper()
+	r, err := Open(path)
+	require.NoError(t, err)
+	defer r.Close()
+	var out []*sample.Snapshot
+	for {
+		s, err := r.Next()
+		if err == io.EOF {
+			return out, r
+		}
+		require.NoError(t, err)
+		out = append(out, s)
+	}
+}
+
+// Every field of snapshots of real processes survives the round trip,
+// across keyframes and delta frames.
+func TestRoundTripRealProcesses(t *testing.T) {
+	mutex := testnative.Start(t, "mutex_contention", "3", "2", "2000")
+	server := testnative.Start(t, "tcp_server", "2")
+	for i := 0; i < 3; i++ {
+		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", server.Value("PORT")))
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+	}
+	churn := testnative.Start(t, "thread_churn")
+	for _, p := range []*testnative.Process{mutex, server, churn} {
+		t.Run(p.Name, func(t *testing.T) {
+			snaps := takeSnapshots(t, p.PID, KeyframeEvery+5) // a keyframe, deltas, a keyframe
+			path := filepath.Join(t.TempDir(), "run.ctprof")
+			writeAll(t, path, snaps)
+			got, r := readAll(t, path)
+			assert.Empty(t, r.Warnings())
+			require.Len(t, got, len(snaps))
+			for i := range snaps {
+				want := *snaps[i]
+				want.Time = want.Time.Round(0) // monotonic clock readings are not recorded
+				assert.Equal(t, want, *got[i], "snapshot %d", i)
+			}
+			assert.Equal(t, snaps[0].Target, r.Header().Target)
+		})
+	}
+}
+
+func TestRoundTripJVMDump(t *testing.T) {
+	p := testjvm.Start(t, testjvm.JDK17(t), "SyncSingleton", "4")
+	text := p.ThreadPrint(t)
+	dumps, err := threaddump.ParseBytes(text)
+	require.NoError(t, err)
+	snap := takeSnapshots(t, p.PID, 1)[0]
+	snap.DumpText, snap.Dump = text, dumps[0]
+	snap.DumpCost = &sample.DumpCost{Method: "attach", Wall: 12 * time.Millisecond, Pause: 300 * time.Microsecond}
+	snap.JVM = &sample.JVMCounters{LiveThreads: 11, Safepoints: 3, SafepointTime: time.Millisecond, Sync: map[string]int64{"Parks": 5}}
+	path := filepath.Join(t.TempDir(), "jvm.ctprof")
+	writeAll(t, path, []*sample.Snapshot{snap})
+	got, _ := readAll(t, path)
+	require.Len(t, got, 1)
+	assert.Equal(t, text, got[0].DumpText)
+	require.NotNil(t, got[0].Dump, "the dump is parsed again on replay")
+	assert.Equal(t, len(dumps[0].Threads), len(got[0].Dump.Threads))
+	assert.Equal(t, snap.DumpCost, got[0].DumpCost)
+	assert.Equal(t, snap.JVM, got[0].JVM)
+}
+
+// A replay gives the same summary as the live run.
+func TestReplayedSummaryEqualsLive(t *testing.T) {
+	p := testnative.Start(t, "mutex_contention", "4", "2", "3000")
+	snaps := takeSnapshots(t, p.PID, 20)
+	live := analysis.New()
+	for _, s := range snaps {
+		live.Add(s)
+	}
+	path := filepath.Join(t.TempDir(), "run.ctprof")
+	writeAll(t, path, snaps)
+	got, _ := readAll(t, path)
+	replay := analysis.New()
+	for _, s := range got {
+		replay.Add(s)
+	}
+	a, err := json.Marshal(live.Summary())
+	require.NoError(t, err)
+	b, err := json.Marshal(replay.Summary())
+	require.NoError(t, err)
+	assert.JSONEq(t, string(a), string(b))
+}
+
+// A run killed mid-write leaves a partial frame: every complete frame
+// replays, and the warning says where it was cut.
+func TestTruncatedRecording(t *testing.T) {
+	p := testnative.Start(t, "many_threads", "20")
+	snaps := takeSnapshots(t, p.PID, 6)
+	path := filepath.Join(t.TempDir(), "run.ctprof")
+	writeAll(t, path, snaps)
+	full, err := os.ReadFile(path)
+	require.NoError(t, err)
+	// Offsets of the frame boundaries: replay frame by frame.
+	_, r := readAll(t, path)
+	require.Empty(t, r.Warnings())
+	lastStart := frameStarts(t, full)
+	for _, cut := range []int{1, 3, 7, 9, 50, (len(full) - lastStart) / 2, len(full) - lastStart - 1} {
+		cutAt := lastStart + cut
+		if cutAt >= len(full) {
+			continue
+		}
+		trunc := filepath.Join(t.TempDir(), "cut.ctprof")
+		require.NoError(t, os.WriteFile(trunc, full[:cutAt], 0o644))
+		got, r := readAll(t, trunc)
+		assert.Len(t, got, len(snaps)-1, "cut %d bytes into the last frame", cut)
+		require.Len(t, r.Warnings(), 1)
+		assert.Contains(t, r.Warnings()[0], "partial frame")
+		assert.Contains(t, r.Warnings()[0], "5 samples replayed")
+	}
+}
+
+// frameStarts returns where the last frame begins.
+func frameStarts(t *testing.T, b []byte) int {
+	t.Helper()
+	off := len(magic) + 1
+	last := off
+	for off < len(b) {
+		last = off
+		length := int(b[off]) | int(b[off+1])<<8 | int(b[off+2])<<16 | int(b[off+3])<<24
+		off += frameOverhead + length
+	}
+	return last
+}
+
+func TestDamagedRecording(t *testing.T) {
+	p := testnative.Start(t, "many_threads", "20")
+	snaps := takeSnapshots(t, p.PID, 6)
+	path := filepath.Join(t.TempDir(), "run.ctprof")
+	writeAll(t, path, snaps)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	b[len(b)*2/3] ^= 0xff // in the middle of a later frame
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	got, r := readAll(t, path)
+	assert.NotEmpty(t, got, "what came before the damage is kept")
+	assert.Less(t, len(got), len(snaps))
+	require.Len(t, r.Warnings(), 1)
+	assert.Contains(t, r.Warnings()[0], "damaged")
+}
+
+func TestNotARecording(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string][]byte{
+		"empty":  nil,
+		"text":   []byte("Full thread dump OpenJDK\n"),
+		"future": append([]byte(magic), FormatVersion+1),
+	} {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, content, 0o644))
+		_, err := Open(path)
+		require.Error(t, err, name)
+		if name == "future" {
+			assert.True(t, errors.Is(err, ErrNewerFormat), "%v", err)
+			assert.Contains(t, err.Error(), "use a newer ctprof")
+		} else {
+			assert.True(t, errors.Is(err, ErrNotRecording), "%v", err)
+		}
+	}
+	_, err := Create(filepath.Join(dir, "text"), Header{})
+	assert.ErrorContains(t, err, "exists", "an existing file is not overwritten")
+}
+
+// A full disk: the write fails, the file keeps its complete frames, and
+// further appends fail too.
+func TestDiskFull(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.ctprof")
+	w, err := Create(path, Header{Version: "test"})
+	require.NoError(t, err)
+	snap := &sample.Snapshot{Time: time.Unix(1, 0), Errors: []string{"x"}}
+	require.NoError(t, w.Append(snap))
+	good := w.size
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	require.NoError(t, err)
+	real := w.f
+	w.f = full
+	err = w.Append(snap)
+	assert.ErrorContains(t, err, "no space left")
+	assert.Error(t, w.Append(snap), "the writer stays failed")
+	full.Close()
+	w.f = real
+	require.NoError(t, w.f.Close())
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, good, st.Size())
+	got, r := readAll(t, path)
+	assert.Len(t, got, 1)
+	assert.Empty(t, r.Warnings())
+}
+
+func FuzzReader(f *testing.F) {
+	dir := f.TempDir()
+	path := filepath.Join(dir, "seed")
+	w, err := Create(path, Header{Version: "seed"})
+	require.NoError(f, err)
+	require.NoError(f, w.Append(&sample.Snapshot{Time: time.Unix(5, 0), Threads: []sample.OSThread{{TID: 1, Name: "a", State: 'S'}}, Errors: []string{"e"}}))
+	require.NoError(f, w.Append(&sample.Snapshot{Time: time.Unix(6, 0), Threads: []sample.OSThread{{TID: 1, Name: "a", State: 'R', Voluntary: 3}}}))
+	require.NoError(f, w.Close())
+	seed, err := os.ReadFile(path)
+	require.NoError(f, err)
+	f.Add(seed)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "f")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Open(p)
+		if err != nil {
+			return
+		}
+		defer r.Close()
+		for i := 0; i < 1000; i++ {
+			if _, err := r.Next(); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkRecording4000Threads records snapshots of a real 4,000-thread
+// process with changing counters and reports the size per thread-sample and
+// per hour at 1 Hz.
+//
+//	go test -run '^$' -bench Recording -benchtime 120x ./internal/record/
+func BenchmarkRecording4000Threads(b *testing.B) {
+	p := testnative.Start(b, "many_threads", "4000")
+	base := takeSnapshots(b, p.PID, 1)[0]
+	path := filepath.Join(b.TempDir(), "bench.ctprof")
+	w, err := Create(path, Header{Version: "bench"})
+	require.NoError(b, err)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s := *base
+		s.Time = base.Time.Add(time.Duration(i) * time.Second)
+		s.Threads = append([]sample.OSThread(nil), base.Threads...)
+		for k := range s.Threads {
+			// Counters move as a busy process's would.
+			s.Threads[k].Voluntary += uint64(i * (k%7 + 1))
+			s.Threads[k].RunTime += time.Duration(i*(k%13)) * time.Microsecond
+			s.Threads[k].RunQueueWait += time.Duration(i*(k%5)) * time.Microsecond
+		}
+		if err := w.Append(&s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	require.NoError(b, w.Close())
+	st, err := os.Stat(path)
+	require.NoError(b, err)
+	perSample := float64(st.Size()) / float64(b.N)
+	b.ReportMetric(perSample/float64(len(base.Threads)), "bytes/thread-sample")
+	b.ReportMetric(perSample*3600/1e6, "MB/hour@1Hz")
+
+	start := time.Now()
+	r, err := Open(path)
+	require.NoError(b, err)
+	n := 0
+	for {
+		if _, err := r.Next(); err != nil {
+			break
+		}
+		n++
+	}
+	r.Close()
+	b.ReportMetric(float64(time.Since(start).Microseconds())/float64(n), "µs/decode")
+	_ = strconv.Itoa
+}

@@ -1,0 +1,316 @@
+package record
+
+import (
+	"sort"
+	"time"
+
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/pkg/threaddump"
+)
+
+// threadState is what delta frames encode a thread against: the same
+// thread (tid and start time) in the previous frame.
+type threadState map[int]procfs.Thread
+
+// encodeSnapshot writes s. In a delta frame a thread seen in the previous
+// frame has its counters written as differences, which are small.
+func encodeSnapshot(e *encoder, s *sample.Snapshot, prev threadState, key bool) threadState {
+	if s.Time.IsZero() {
+		e.bool(false)
+	} else {
+		e.bool(true)
+		e.varint(s.Time.UnixNano())
+	}
+	e.int(s.Target.PID)
+	e.str(s.Target.Name)
+	e.str(string(s.Target.Kind))
+	e.int(s.Target.CPUs)
+	e.str(s.Source)
+	e.duration(s.Interval)
+	e.duration(s.Cost)
+	e.strs(s.Missing)
+	e.strs(s.Errors)
+
+	next := threadState{}
+	e.bool(s.Threads != nil)
+	e.uvarint(uint64(len(s.Threads)))
+	lastTID := 0
+	for i := range s.Threads {
+		t := &s.Threads[i]
+		p, known := prev[t.TID]
+		known = known && !key && p.StartTime == t.StartTime
+		e.bool(known)
+		e.varint(int64(t.TID - lastTID))
+		lastTID = t.TID
+		if !known {
+			p = procfs.Thread{}
+			e.uvarint(t.StartTime)
+		}
+		e.str(t.Name)
+		e.byte(t.State)
+		e.duration(t.UserCPU - p.UserCPU)
+		e.duration(t.SystemCPU - p.SystemCPU)
+		e.varint(int64(t.Voluntary - p.Voluntary))
+		e.varint(int64(t.Involuntary - p.Involuntary))
+		e.duration(t.RunTime - p.RunTime)
+		e.duration(t.RunQueueWait - p.RunQueueWait)
+		e.varint(int64(t.Timeslices - p.Timeslices))
+		e.int(t.Processor)
+		e.int(t.Policy)
+		e.int(t.RTPriority)
+		e.int(t.Nice)
+		e.str(t.CPUsAllowed)
+		e.str(t.WChan)
+		e.int(t.Syscall)
+		for _, a := range t.SyscallArgs {
+			e.uvarint(a)
+		}
+		next[t.TID] = *t
+	}
+
+	e.uvarint(uint64(len(s.Futexes)))
+	for _, f := range s.Futexes {
+		e.uvarint(f.Address)
+		encodeLocation(e, f.Location)
+		e.str(string(f.Kind))
+		e.str(f.Op)
+		e.uvarint(uint64(len(f.TIDs)))
+		for _, tid := range f.TIDs {
+			e.int(tid)
+		}
+	}
+
+	e.bool(s.Connections != nil)
+	if c := s.Connections; c != nil {
+		e.int(c.Established)
+		e.int(c.Inbound)
+		e.int(c.Peers)
+		ports := make([]int, 0, len(c.ByLocalPort))
+		for p := range c.ByLocalPort {
+			ports = append(ports, p)
+		}
+		sort.Ints(ports)
+		e.uvarint(uint64(len(ports)))
+		for _, p := range ports {
+			e.int(p)
+			e.int(c.ByLocalPort[p])
+		}
+		e.uvarint(uint64(len(c.Listening)))
+		for _, p := range c.Listening {
+			e.int(p)
+		}
+	}
+
+	e.bool(s.Host != nil)
+	if h := s.Host; h != nil {
+		e.uvarint(h.ContextSwitches)
+		e.int(h.ProcsRunning)
+		e.int(h.ProcsBlocked)
+		e.float(h.Load1)
+		e.float(h.Load5)
+		e.float(h.Load15)
+		e.int(h.CPUs)
+	}
+
+	e.bool(s.JVM != nil)
+	if j := s.JVM; j != nil {
+		for _, v := range []int64{j.LiveThreads, j.DaemonThreads, j.PeakThreads, j.StartedThreads, j.Safepoints} {
+			e.varint(v)
+		}
+		e.duration(j.SafepointTime)
+		e.duration(j.GCTime)
+		keys := make([]string, 0, len(j.Sync))
+		for k := range j.Sync {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		e.bool(j.Sync != nil)
+		e.uvarint(uint64(len(keys)))
+		for _, k := range keys {
+			e.str(k)
+			e.varint(j.Sync[k])
+		}
+	}
+
+	e.bool(s.DumpCost != nil)
+	if c := s.DumpCost; c != nil {
+		e.str(c.Method)
+		e.duration(c.Wall)
+		e.duration(c.Pause)
+	}
+	e.bool(s.DumpText != nil)
+	if s.DumpText != nil {
+		e.bytes(s.DumpText)
+	}
+	return next
+}
+
+func encodeLocation(e *encoder, l procfs.Location) {
+	e.uvarint(l.Address)
+	e.str(l.Module)
+	e.str(l.ModulePath)
+	e.uvarint(l.Offset)
+	e.str(l.Symbol)
+	e.uvarint(l.SymbolOffset)
+	e.uvarint(l.SymbolSize)
+}
+
+// decodeSnapshot reads what encodeSnapshot wrote.
+func decodeSnapshot(d *decoder, prev threadState, key bool) (*sample.Snapshot, threadState) {
+	s := &sample.Snapshot{}
+	if d.bool() {
+		s.Time = time.Unix(0, d.varint())
+	}
+	s.Target.PID = d.int()
+	s.Target.Name = d.str()
+	s.Target.Kind = sample.TargetKind(d.str())
+	s.Target.CPUs = d.int()
+	s.Source = d.str()
+	s.Interval = d.duration()
+	s.Cost = d.duration()
+	s.Missing = d.strs()
+	s.Errors = d.strs()
+
+	next := threadState{}
+	hasThreads := d.bool()
+	n := d.count(20)
+	if hasThreads {
+		s.Threads = make([]procfs.Thread, 0, n)
+	}
+	lastTID := 0
+	for i := 0; i < n && d.err == nil; i++ {
+		known := d.bool()
+		var t procfs.Thread
+		t.TID = lastTID + int(d.varint())
+		lastTID = t.TID
+		var p procfs.Thread
+		if known {
+			var ok bool
+			if p, ok = prev[t.TID]; !ok || key {
+				d.fail()
+				break
+			}
+			t.StartTime = p.StartTime
+		} else {
+			t.StartTime = d.uvarint()
+		}
+		t.Name = d.str()
+		t.State = d.byte()
+		t.UserCPU = p.UserCPU + d.duration()
+		t.SystemCPU = p.SystemCPU + d.duration()
+		t.Voluntary = p.Voluntary + uint64(d.varint())
+		t.Involuntary = p.Involuntary + uint64(d.varint())
+		t.RunTime = p.RunTime + d.duration()
+		t.RunQueueWait = p.RunQueueWait + d.duration()
+		t.Timeslices = p.Timeslices + uint64(d.varint())
+		t.Processor = d.int()
+		t.Policy = d.int()
+		t.RTPriority = d.int()
+		t.Nice = d.int()
+		t.CPUsAllowed = d.str()
+		t.WChan = d.str()
+		t.Syscall = d.int()
+		for k := range t.SyscallArgs {
+			t.SyscallArgs[k] = d.uvarint()
+		}
+		s.Threads = append(s.Threads, t)
+		next[t.TID] = t
+	}
+
+	if nf := d.count(4); nf > 0 {
+		s.Futexes = make([]procfs.FutexWait, 0, nf)
+		for i := 0; i < nf && d.err == nil; i++ {
+			var f procfs.FutexWait
+			f.Address = d.uvarint()
+			f.Location = decodeLocation(d)
+			f.Kind = procfs.FutexKind(d.str())
+			f.Op = d.str()
+			nt := d.count(1)
+			if nt > 0 {
+				f.TIDs = make([]int, nt)
+				for k := range f.TIDs {
+					f.TIDs[k] = d.int()
+				}
+			}
+			s.Futexes = append(s.Futexes, f)
+		}
+	}
+
+	if d.bool() {
+		c := &procfs.Connections{ByLocalPort: map[int]int{}}
+		c.Established = d.int()
+		c.Inbound = d.int()
+		c.Peers = d.int()
+		np := d.count(2)
+		for i := 0; i < np; i++ {
+			p := d.int()
+			c.ByLocalPort[p] = d.int()
+		}
+		if nl := d.count(1); nl > 0 {
+			c.Listening = make([]int, nl)
+			for i := range c.Listening {
+				c.Listening[i] = d.int()
+			}
+		}
+		s.Connections = c
+	}
+
+	if d.bool() {
+		h := &procfs.Host{}
+		h.ContextSwitches = d.uvarint()
+		h.ProcsRunning = d.int()
+		h.ProcsBlocked = d.int()
+		h.Load1 = d.float()
+		h.Load5 = d.float()
+		h.Load15 = d.float()
+		h.CPUs = d.int()
+		s.Host = h
+	}
+
+	if d.bool() {
+		j := &sample.JVMCounters{}
+		j.LiveThreads, j.DaemonThreads, j.PeakThreads, j.StartedThreads, j.Safepoints = d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
+		j.SafepointTime = d.duration()
+		j.GCTime = d.duration()
+		hasSync := d.bool()
+		ns := d.count(2)
+		if hasSync {
+			j.Sync = make(map[string]int64, ns)
+		}
+		for i := 0; i < ns; i++ {
+			k := d.str()
+			v := d.varint()
+			if j.Sync != nil {
+				j.Sync[k] = v
+			}
+		}
+		s.JVM = j
+	}
+
+	if d.bool() {
+		s.DumpCost = &sample.DumpCost{Method: d.str(), Wall: d.duration(), Pause: d.duration()}
+	}
+	if d.bool() {
+		text := d.bytes()
+		if d.err == nil {
+			s.DumpText = append([]byte{}, text...)
+			if dumps, err := threaddump.ParseBytes(s.DumpText); err == nil && len(dumps) > 0 {
+				s.Dump = dumps[len(dumps)-1]
+			}
+		}
+	}
+	return s, next
+}
+
+func decodeLocation(d *decoder) procfs.Location {
+	var l procfs.Location
+	l.Address = d.uvarint()
+	l.Module = d.str()
+	l.ModulePath = d.str()
+	l.Offset = d.uvarint()
+	l.Symbol = d.str()
+	l.SymbolOffset = d.uvarint()
+	l.SymbolSize = d.uvarint()
+	return l
+}
