@@ -1,65 +1,305 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/pkg/usl"
 )
 
-const benchmark32 = "../../pkg/usl/testdata/benchmark32.csv"
+const fitTestdata = "testdata/fit"
 
-func TestFitGolden(t *testing.T) {
-	for _, format := range []string{"text", "json"} {
-		code, out, errOut := run(t, "", "fit", "--format", format, benchmark32)
-		require.Equal(t, 0, code, errOut)
-		golden(t, "fit-benchmark32."+map[string]string{"text": "txt", "json": "json"}[format], []byte(out))
+// fitGolden compares got with testdata/fit/name; -update rewrites it.
+func fitGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join(fitTestdata, name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+		return
 	}
-	code, out, _ := run(t, "", "fit", "--format", "json", benchmark32)
-	require.Equal(t, 0, code)
-	var doc map[string]any
-	require.NoError(t, json.Unmarshal([]byte(out), &doc))
-	u := doc["usl"].(map[string]any)
-	for _, k := range []string{"sigma", "kappa", "lambda", "peak_concurrency", "max_throughput", "r2", "sigma_stderr", "kappa_stderr", "lambda_stderr"} {
-		assert.Contains(t, u, k)
-	}
-	a := doc["amdahl"].(map[string]any)
-	for _, k := range []string{"sigma", "lambda", "r2"} {
-		assert.Contains(t, a, k)
-	}
-	assert.Len(t, doc["points"], 32)
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "golden file missing: run go test ./internal/cli -run TestFitGolden -update")
+	assert.Equal(t, string(want), string(got), "output differs from %s (go test ./internal/cli -run TestFitGolden -update refreshes it)", path)
 }
 
-func TestFitFromStdinWithTwoPoints(t *testing.T) {
-	code, out, errOut := run(t, "concurrency,throughput\n# two CPUs\n1,100\n2,160\n", "fit", "--format", "json", "-")
+// TestFitGolden pins the text and JSON output of every input under
+// testdata/fit, so any change in what ctprof fit says is seen in review.
+func TestFitGolden(t *testing.T) {
+	inputs, err := filepath.Glob(filepath.Join(fitTestdata, "*.csv"))
+	require.NoError(t, err)
+	require.Len(t, inputs, 4)
+	for _, in := range inputs {
+		base := strings.TrimSuffix(filepath.Base(in), ".csv")
+		t.Run(base, func(t *testing.T) {
+			code, out, errOut := run(t, "", "fit", in)
+			require.Equal(t, 0, code, errOut)
+			assert.Empty(t, errOut)
+			fitGolden(t, base+".txt", []byte(out))
+
+			code, out, errOut = run(t, "", "fit", "--format", "json", in)
+			require.Equal(t, 0, code, errOut)
+			require.True(t, json.Valid([]byte(out)))
+			fitGolden(t, base+".json", []byte(out))
+		})
+	}
+}
+
+// The JSON document carries the fields docs/usl.md promises, with the
+// published fit of the benchmark data set.
+func TestFitJSONFields(t *testing.T) {
+	code, out, errOut := run(t, "", "fit", "-f", "json", filepath.Join(fitTestdata, "benchmark32.csv"))
+	require.Equal(t, 0, code, errOut)
+	var doc struct {
+		USL      map[string]any   `json:"usl"`
+		Amdahl   map[string]any   `json:"amdahl"`
+		Warnings []string         `json:"warnings"`
+		Points   []map[string]any `json:"points"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	for _, k := range []string{"sigma", "kappa", "lambda", "peak_concurrency", "max_throughput", "r2", "sigma_stderr", "kappa_stderr", "lambda_stderr", "bound", "warnings"} {
+		assert.Contains(t, doc.USL, k)
+	}
+	for _, k := range []string{"sigma", "lambda", "r2", "sigma_stderr", "lambda_stderr", "max_throughput", "bound"} {
+		assert.Contains(t, doc.Amdahl, k)
+	}
+	assert.NotContains(t, doc.Amdahl, "kappa", "Amdahl has no κ")
+	assert.NotContains(t, doc.Amdahl, "peak_concurrency")
+	assert.InEpsilon(t, 0.02671591, doc.USL["sigma"], 1e-3)
+	assert.InEpsilon(t, 7.690945e-4, doc.USL["kappa"], 1e-3)
+	assert.InEpsilon(t, 995.6486, doc.USL["lambda"], 1e-3)
+	assert.Equal(t, "coherency", doc.USL["bound"])
+	require.Len(t, doc.Points, 32)
+	assert.Equal(t, 1.0, doc.Points[0]["n"])
+	assert.Equal(t, 955.16, doc.Points[0]["throughput"])
+	assert.Contains(t, doc.Points[0], "usl")
+	assert.Contains(t, doc.Points[0], "amdahl")
+	assert.NotNil(t, doc.Warnings, "warnings is a list, empty when all is well")
+	assert.Empty(t, doc.Warnings)
+}
+
+// The example of --help, the SPEC SDM91 data, read from standard input:
+// the published three-parameter fit, and contention named as the bound.
+func TestFitFromStdinWithHeader(t *testing.T) {
+	in := "users,throughput\n1,65\n18,996\n36,1652\n72,1853\n108,1829\n144,1775\n216,1702\n"
+	code, out, errOut := run(t, in, "fit", "--format", "json", "-")
+	require.Equal(t, 0, code, errOut)
+	var doc FitReport
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.NotNil(t, doc.FitDocument)
+	require.NotNil(t, doc.USL)
+	assert.InEpsilon(t, 0.0277299, doc.USL.Sigma, 1e-3)
+	assert.InEpsilon(t, 0.000104343, *doc.USL.Kappa, 1e-3)
+	assert.InEpsilon(t, 89.9878, doc.USL.Lambda, 1e-3)
+	assert.InEpsilon(t, 1883.76, *doc.USL.MaxThroughput, 1e-3)
+	assert.Equal(t, "contention", doc.USL.Bound)
+	assert.Len(t, doc.Points, 7)
+
+	// The text form says the same in words.
+	code, text, errOut := run(t, in, "fit", "-")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, text, "σ = 0.02773 ± ")
+	assert.Contains(t, text, "N* ≈ 96.5 with X ≈ 1,884")
+}
+
+// Two CPU counts: the USL is not fitted and says why; Amdahl is exact.
+func TestFitTwoLevels(t *testing.T) {
+	code, out, errOut := run(t, "cpus,throughput\n1,100\n2,160\n", "fit", "--format", "json", "-")
 	require.Equal(t, 0, code, errOut)
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
 	assert.Nil(t, doc["usl"])
-	assert.Contains(t, doc["usl_error"], "needs 4")
+	assert.Contains(t, doc["usl_error"], "needs 4, got 2")
 	assert.InDelta(t, 0.25, doc["amdahl"].(map[string]any)["sigma"], 1e-9)
+	w := strings.Join(toStrings(doc["warnings"]), "\n")
+	assert.Contains(t, w, "USL not fitted: too few distinct concurrency levels")
+	assert.Contains(t, w, "Amdahl: two concurrency levels determine σ and λ exactly")
 }
 
-func TestFitErrors(t *testing.T) {
+func toStrings(v any) []string {
+	var out []string
+	for _, s := range v.([]any) {
+		out = append(out, s.(string))
+	}
+	return out
+}
+
+// The reader is lenient about layout and strict about numbers.
+func TestReadFitPoints(t *testing.T) {
+	want := []usl.Point{{N: 1, Throughput: 10}, {N: 2, Throughput: 19.5}, {N: 4, Throughput: 35}}
 	tests := []struct {
-		stdin string
-		args  []string
-		code  int
-		msg   string
+		name, in string
 	}{
-		{"", []string{"fit"}, 2, "one FILE"},
-		{"", []string{"fit", "/no/such/file.csv"}, 1, "no such file"},
-		{"1,2\nx,y\n", []string{"fit", "-"}, 1, "standard input:2: not two numbers"},
-		{"1\n", []string{"fit", "-"}, 1, "standard input:1: want concurrency,throughput"},
-		{"# nothing\n", []string{"fit", "-"}, 1, "no measurements"},
-		{"1,5\n1,6\n", []string{"fit", "-"}, 1, "too few distinct"},
-		{"1,5\n2,-6\n", []string{"fit", "-"}, 1, "positive"},
-		{"1,5\n2,6\n", []string{"fit", "--format", "xml", "-"}, 2, "unknown --format"},
+		{"plain CSV", "1,10\n2,19.5\n4,35\n"},
+		{"header", "threads,ops/s\n1,10\n2,19.5\n4,35\n"},
+		{"comment before the header", "# run 7\n\nN X\n1 10\n2 19.5\n4 35\n"},
+		{"inline comments", "1,10 # warm\n2,19.5#x\n4,35\n# end\n"},
+		{"spaces around commas", "  1 ,  10\n2,\t19.5\n 4 , 35 \n"},
+		{"tabs", "1\t10\n2\t19.5\n4\t35\n"},
+		{"semicolons", "1;10\n2;19.5\n4;35\n"},
+		{"CRLF and no final newline", "1,10\r\n2,19.5\r\n4,35"},
+		{"byte-order mark", "\uFEFFN,X\r\n1,10\r\n2,19.5\r\n4,35\r\n"},
+		{"exponents", "1e0,1e1\n2,1.95e1\n4,3.5E1\n"},
 	}
 	for _, tc := range tests {
-		code, _, errOut := run(t, tc.stdin, tc.args...)
-		assert.Equal(t, tc.code, code, "%v: %s", tc.args, errOut)
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readFitPoints(strings.NewReader(tc.in), "in.csv")
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+		})
+	}
+}
+
+func TestFitInputErrors(t *testing.T) {
+	long := "1," + strings.Repeat("9", maxFitLine) + "\n"
+	tests := []struct {
+		name, in, msg string
+	}{
+		{"text where a number belongs", "1,2\nx,y\n", "standard input:2: concurrency \"x\" is not a number"},
+		{"header not first", "1,2\n2,3\nN,X\n", "standard input:3: concurrency \"N\" is not a number"},
+		{"one field", "1,5\n7\n", "standard input:2: want two fields, concurrency and throughput; got 1 in \"7\""},
+		{"three fields", "1,5,0.3\n", "standard input:1: want two fields, concurrency and throughput; got 3"},
+		{"zero concurrency", "# c\n0,5\n", "standard input:2: concurrency must be a positive number, got \"0\""},
+		{"negative concurrency", "-1,5\n", "standard input:1: concurrency must be a positive number, got \"-1\""},
+		{"zero throughput", "1,5\n2,0\n", "standard input:2: throughput must be a positive number, got \"0\""},
+		{"negative throughput", "1,5\n2,-6\n", "standard input:2: throughput must be a positive number, got \"-6\""},
+		{"NaN", "1,NaN\n", "standard input:1: throughput must be a positive number, got \"NaN\""},
+		{"infinity", "1,5\n+Inf,4\n", "standard input:2: concurrency must be a positive number, got \"+Inf\""},
+		{"control characters are quoted", "1,5\n2,\x1b[31m\n", `standard input:2: throughput "\x1b[31m" is not a number`},
+		{"a line too long", "1,5\n" + long, "standard input:2: line longer than 64 KiB"},
+		{"nothing", "# only a comment\n\n", "standard input: no measurements"},
+		{"one level", "1,5\n1,6\n", "standard input: too few distinct concurrency levels: Amdahl's law needs 2, got 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, tc.in, "fit", "-")
+			assert.Equal(t, ExitFailure, code, errOut)
+			assert.Empty(t, out)
+			assert.True(t, strings.HasPrefix(errOut, "ctprof: "), errOut)
+			assert.Contains(t, errOut, tc.msg)
+			assert.NotContains(t, errOut, "\x1b", "nothing from the input reaches the terminal raw")
+		})
+	}
+}
+
+func TestFitFileErrors(t *testing.T) {
+	code, _, errOut := run(t, "", "fit", filepath.Join(t.TempDir(), "missing.csv"))
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, errOut, "ctprof: open measurements: ")
+	assert.Contains(t, errOut, "no such file")
+
+	code, _, errOut = run(t, "", "fit", t.TempDir())
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, errOut, "is a directory, not a file of measurements")
+}
+
+func TestFitUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"fit"}, "fit takes one FILE"},
+		{[]string{"fit", "a.csv", "b.csv"}, "got 2 arguments"},
+		{[]string{"fit", "--format", "xml", "-"}, "unknown --format \"xml\""},
+		{[]string{"fit", "--html", "x.html", "-"}, "unknown flag: --html"},
+	}
+	for _, tc := range tests {
+		code, out, errOut := run(t, "1,5\n2,9\n", tc.args...)
+		assert.Equal(t, ExitUsage, code, "%v: %s", tc.args, errOut)
+		assert.Empty(t, out)
 		assert.Contains(t, errOut, tc.msg, "%v", tc.args)
 	}
+}
+
+// NewCmdFit only parses flags: runF receives the options.
+func TestNewCmdFitParsesFlags(t *testing.T) {
+	var got *FitOptions
+	var out bytes.Buffer
+	cmd := NewCmdFit(IO{In: strings.NewReader(""), Out: &out, ErrOut: &out}, func(o *FitOptions) error {
+		got = o
+		return nil
+	})
+	cmd.SetArgs([]string{"-f", "json", "-"})
+	require.NoError(t, cmd.Execute())
+	require.NotNil(t, got)
+	assert.Equal(t, "-", got.File)
+	assert.Equal(t, "json", got.Format)
+	assert.Empty(t, out.String(), "parsing prints nothing")
+}
+
+// --help teaches: what σ and κ mean, how to collect points, an example.
+func TestFitHelpTeaches(t *testing.T) {
+	code, out, errOut := run(t, "", "fit", "--help")
+	require.Equal(t, 0, code, errOut)
+	for _, want := range []string{
+		"σ, contention: the share of the work that runs one at a time",
+		"κ, coherency",
+		"N* = sqrt((1−σ)/κ)",
+		"Collecting the points:",
+		"at least 4 distinct N for the USL",
+		"ctprof fit measurements.csv",
+		"--format string",
+	} {
+		assert.Contains(t, out, want)
+	}
+	// The example in the help works as printed (the printf input).
+	in := "users,throughput\n1,65\n18,996\n36,1652\n72,1853\n108,1829\n144,1775\n216,1702\n"
+	assert.Contains(t, out, strings.ReplaceAll(in, "\n", `\n`))
+}
+
+// NewFitReport is the hook for other writers (the HTML report): it holds
+// both fits and every warning.
+func TestNewFitReport(t *testing.T) {
+	pts := []usl.Point{{N: 1, Throughput: 10}, {N: 2, Throughput: 20}, {N: 4, Throughput: 40}, {N: 8, Throughput: 80}}
+	res, err := NewFitReport(pts)
+	require.NoError(t, err)
+	require.NotNil(t, res.USLFit)
+	require.NotNil(t, res.AmdahlFit)
+	assert.Equal(t, res.USLFit.Lambda, res.USL.Lambda)
+	assert.Len(t, res.Points, 4)
+	assert.Contains(t, res.Warnings, "USL: σ sits on its bound 0: no contention seen in the measured range")
+	assert.Contains(t, res.Warnings, "Amdahl: σ sits on its bound 0: no contention seen in the measured range")
+
+	_, err = NewFitReport([]usl.Point{{N: 3, Throughput: 1}})
+	assert.ErrorIs(t, err, usl.ErrTooFewPoints)
+}
+
+// FuzzReadFitPoints: any input either fails with a message that names the
+// input, or gives positive, finite points.
+func FuzzReadFitPoints(f *testing.F) {
+	for _, seed := range []string{
+		"1,10\n2,19\n4,35\n8,60\n",
+		"threads;ops\n# c\n1; 1e3\n2 ;2e3 # x\n",
+		"\uFEFFN\tX\r\n1\t5\r\n",
+		"1,NaN\n", "0,1\n", "1,2,3\n", "", "#\n", ",,,\n", "1e309,1\n", "0x1p3,5\n",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		pts, err := readFitPoints(strings.NewReader(in), "in.csv")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "in.csv:") && !strings.HasPrefix(err.Error(), "read in.csv") {
+				t.Fatalf("error does not name the input: %v", err)
+			}
+			if pts != nil {
+				t.Fatalf("points with an error")
+			}
+			return
+		}
+		if len(pts) == 0 {
+			t.Fatalf("no points and no error")
+		}
+		for _, p := range pts {
+			if !(p.N > 0) || !(p.Throughput > 0) || math.IsInf(p.N, 0) || math.IsInf(p.Throughput, 0) {
+				t.Fatalf("bad point %+v from %q", p, in)
+			}
+		}
+	})
 }

@@ -135,12 +135,29 @@ func withErr(v float64, se *float64, format string) string {
 	return s
 }
 
+// limit says what bounds throughput. The peak (a USL with κ > 0) is a fact
+// of the curve; which term to blame is the fit's Bound, the term whose cap
+// alone would be lower, so the text never disagrees with the JSON "bound".
 func limit(p *FitParams) string {
-	switch {
-	case p.PeakConcurrency != nil && p.MaxThroughput != nil:
-		return fmt.Sprintf("throughput peaks at N* ≈ %.1f with X ≈ %s, then falls: coherency bounds it", *p.PeakConcurrency, groupDigits(*p.MaxThroughput))
-	case p.MaxThroughput != nil:
-		return fmt.Sprintf("throughput levels off towards λ/σ ≈ %s: contention bounds it", groupDigits(*p.MaxThroughput))
+	var b strings.Builder
+	if p.PeakConcurrency != nil && p.MaxThroughput != nil {
+		fmt.Fprintf(&b, "throughput peaks at N* ≈ %.1f with X ≈ %s, then falls", *p.PeakConcurrency, groupDigits(*p.MaxThroughput))
+		switch p.Bound {
+		case usl.BoundCoherency:
+			b.WriteString(": coherency bounds it")
+		case usl.BoundContention:
+			b.WriteString(": contention bounds it (σ alone would cap it lower than κ)")
+		}
+		return b.String()
+	}
+	switch p.Bound {
+	case usl.BoundContention:
+		if p.MaxThroughput != nil {
+			return fmt.Sprintf("throughput levels off towards λ/σ ≈ %s: contention bounds it", groupDigits(*p.MaxThroughput))
+		}
+		return "contention bounds throughput"
+	case usl.BoundCoherency:
+		return "coherency bounds throughput"
 	}
 	return "nothing limits throughput in the measured range (linear)"
 }
