@@ -52,8 +52,20 @@ func findings(s *Summary) []Finding {
 			impact:   1e9 + float64(len(d.Threads)),
 		})
 	}
+	inDeadlock := map[string]bool{}
+	for _, d := range s.Deadlocks {
+		for _, l := range d.Locks {
+			inDeadlock[l.Kind+"|"+l.Class+"|"+l.Address] = true
+		}
+	}
 	for _, l := range s.Locks {
-		if l.Waiters < 2 && l.BlockedShare < 0.5 {
+		// One waiter is a hotspot only when it is there most of the time
+		// over several samples (in a single dump every waited-on lock has
+		// a waiter "always"); a lock of a deadlock is reported with it.
+		if l.Waiters < 2 && (s.Samples < 3 || l.BlockedShare < 0.5) {
+			continue
+		}
+		if inDeadlock[l.Kind+"|"+l.Class+"|"+l.Address] {
 			continue
 		}
 		if l.Kind == "futex" {
