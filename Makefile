@@ -11,28 +11,47 @@ FUZZTIME  ?= 10s
 TESTTIMEOUT ?= 30m
 SHARED_DUMPS ?= $(abspath ../shared/dumps)
 
-.PHONY: all build deps test unit fuzz vet bench demo fmt lint clean help
+# Apache ECharts for the HTML report: fetched from the npm registry at this
+# version, checked against the registry's published sha512 integrity, and
+# embedded into the binary (never committed).
+ECHARTS_VERSION   := 5.6.0
+ECHARTS_INTEGRITY := sha512-oTbVTsXfKuEhxftHqL5xprgLoc0k7uScAwtryCgWF6hPYFLRwOUHiFmHGCBKP5NPFNkDVopOieyUqYGH8Fa3kA==
+ECHARTS_JS        := internal/report/assets/echarts.min.js
+
+.PHONY: all build deps assets test unit fuzz vet bench demo fmt lint clean help
 
 all: build
 
 help:
-	@echo "make build   static binary into ./bin (CGO_ENABLED=0)"
+	@echo "make build   static binary into ./bin (CGO_ENABLED=0); fetches ECharts first (make assets)"
 	@echo "make demo    start a contended Java program, profile it, print the summary"
 	@echo "make test    install what is missing, vet, run every test (real JVMs included) and short fuzz runs"
 	@echo "make bench   parser benchmarks (figures in docs/PERFORMANCE.md)"
 	@echo "make fmt     gofmt the tree;  make lint  gofmt check + go vet"
 
-build:
+build: assets
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ctprof
 
 # deps checks (and, as root, installs) the JDKs and tools the tests need.
 deps:
 	@bash scripts/deps.sh
 
-vet:
+assets: $(ECHARTS_JS)
+
+$(ECHARTS_JS):
+	@command -v npm >/dev/null || { echo "assets: npm is needed to fetch ECharts (Debian: apt-get install npm; make deps does it as root)" >&2; exit 1; }
+	@mkdir -p build/npm
+	cd build/npm && npm pack --silent echarts@$(ECHARTS_VERSION) >/dev/null
+	@got="sha512-$$(openssl dgst -sha512 -binary build/npm/echarts-$(ECHARTS_VERSION).tgz | base64 -w0)"; \
+	if [ "$$got" != "$(ECHARTS_INTEGRITY)" ]; then \
+		echo "assets: echarts-$(ECHARTS_VERSION).tgz has integrity $$got, want $(ECHARTS_INTEGRITY): refusing it" >&2; exit 1; \
+	fi
+	tar -xzf build/npm/echarts-$(ECHARTS_VERSION).tgz -O package/dist/echarts.min.js > $@.tmp && mv $@.tmp $@
+
+vet: assets
 	$(GO) vet ./...
 
-test: deps vet unit fuzz
+test: deps assets vet unit fuzz
 	@echo "make test: all tests passed"
 
 unit:
@@ -59,7 +78,7 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 -count 3 ./pkg/threaddump/
 
-demo: build deps
+demo: deps build
 	@bash scripts/demo.sh
 
 fmt:
@@ -70,4 +89,4 @@ lint:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin
+	rm -rf bin build $(ECHARTS_JS)

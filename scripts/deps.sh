@@ -15,6 +15,10 @@ need go golang-go
 need cc gcc
 need git git
 need promtool prometheus # promtool and the prometheus server, for internal/metrics tests
+need chromium chromium   # the HTML report's browser tests
+need npm npm             # make assets fetches ECharts from the npm registry
+need openssl openssl     # checks the fetched ECharts' integrity
+need taskset util-linux  # the one-CPU test of ctprof scale
 [ -x "$JDK17_HOME/bin/javac" ] && [ -x "$JDK17_HOME/bin/jcmd" ] || missing_pkgs+=(openjdk-17-jdk-headless)
 
 if [ ${#missing_pkgs[@]} -gt 0 ]; then

@@ -69,7 +69,8 @@ type Aggregator struct {
 	jthreads          map[threadKey]*threadAgg
 	stacks            map[string]*FoldedStack
 	stacksOther       *FoldedStack
-	lastJavaThreadsAt int // snapshot number of the last dump
+	foldKey           []byte // addStacks' reused key buffer
+	lastJavaThreadsAt int    // snapshot number of the last dump
 
 	// Locks of every kind (monitors, synchronizers, futexes).
 	locks map[string]*lockAgg

@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,13 +57,31 @@ type threadAgg struct {
 type FoldedStack struct {
 	// Frames are "Class.method" names, root first.
 	Frames []string
-	// Count is the number of thread samples with this stack; ByState splits
-	// it by Java state.
+	// Count is the number of thread samples with this stack; ByLabel splits
+	// it by Java state and thread pool (the labels of a pprof export).
 	Count   int
-	ByState map[string]int
+	ByLabel map[StackLabel]int
 	// ByLock counts the samples of this stack that queued on a lock, by
 	// LockSummary.ID, so a flame graph of one lock's waiters can be drawn.
 	ByLock map[string]int
+}
+
+// StackLabel says who ran a stack: the thread's state and its pool
+// (PoolName of the thread name).
+type StackLabel struct {
+	State string
+	Pool  string
+}
+
+// InState counts the samples of this stack in one Java state.
+func (s *FoldedStack) InState(state string) int {
+	n := 0
+	for l, c := range s.ByLabel {
+		if l.State == state {
+			n += c
+		}
+	}
+	return n
 }
 
 // maxJavaThreads bounds the per-Java-thread table of a long series; threads
@@ -256,16 +275,17 @@ func (a *Aggregator) addJavaThreads(d *threaddump.Dump, when time.Time, seq int,
 }
 
 func stackKey(t *threaddump.Thread) string {
-	var b strings.Builder
+	var buf [512]byte
+	b := buf[:0]
 	for _, f := range t.Frames {
-		b.WriteString(f.Class)
-		b.WriteByte('.')
-		b.WriteString(f.Method)
-		b.WriteByte(':')
-		b.WriteString(fmt.Sprint(f.Line))
-		b.WriteByte(';')
+		b = append(b, f.Class...)
+		b = append(b, '.')
+		b = append(b, f.Method...)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(f.Line), 10)
+		b = append(b, ';')
 	}
-	return b.String()
+	return string(b)
 }
 
 func (a *Aggregator) addStacks(d *threaddump.Dump, waitsOn map[*threaddump.Thread]string) {
@@ -273,26 +293,38 @@ func (a *Aggregator) addStacks(d *threaddump.Dump, waitsOn map[*threaddump.Threa
 		if len(t.Frames) == 0 {
 			continue
 		}
-		frames := make([]string, len(t.Frames))
-		for i, f := range t.Frames {
-			frames[len(t.Frames)-1-i] = f.Function()
+		// The key is built in a reused buffer and looked up without a copy;
+		// only a stack seen for the first time allocates its frames. A
+		// 4,000-thread dump is mostly stacks seen before.
+		key := a.foldKey[:0]
+		for i := len(t.Frames) - 1; i >= 0; i-- {
+			if i < len(t.Frames)-1 {
+				key = append(key, ';')
+			}
+			key = append(key, t.Frames[i].Class...)
+			key = append(key, '.')
+			key = append(key, t.Frames[i].Method...)
 		}
-		key := strings.Join(frames, ";")
-		fs := a.stacks[key]
+		a.foldKey = key
+		fs := a.stacks[string(key)]
 		if fs == nil {
-			fs = &FoldedStack{Frames: frames, ByState: map[string]int{}}
-			a.stacks[key] = fs
+			frames := make([]string, len(t.Frames))
+			for i, f := range t.Frames {
+				frames[len(t.Frames)-1-i] = f.Function()
+			}
+			fs = &FoldedStack{Frames: frames, ByLabel: map[StackLabel]int{}}
+			a.stacks[string(key)] = fs
 		}
-		countStack(fs, stateName(t.State), waitsOn[t])
+		countStack(fs, StackLabel{State: stateName(t.State), Pool: PoolName(t.Name)}, waitsOn[t])
 	}
 	if len(a.stacks) > a.opts.MaxStacks {
 		a.pruneStacks()
 	}
 }
 
-func countStack(fs *FoldedStack, state, lock string) {
+func countStack(fs *FoldedStack, label StackLabel, lock string) {
 	fs.Count++
-	fs.ByState[state]++
+	fs.ByLabel[label]++
 	if lock != "" {
 		if fs.ByLock == nil {
 			fs.ByLock = map[string]int{}
@@ -313,13 +345,13 @@ func (a *Aggregator) pruneStacks() {
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].Count > all[j].Count })
 	if a.stacksOther == nil {
-		a.stacksOther = &FoldedStack{Frames: []string{"(other stacks)"}, ByState: map[string]int{}}
+		a.stacksOther = &FoldedStack{Frames: []string{"(other stacks)"}, ByLabel: map[StackLabel]int{}}
 	}
 	o := a.stacksOther
 	for _, s := range all[a.opts.MaxStacks/2:] {
 		o.Count += s.Count
-		for k, v := range s.ByState {
-			o.ByState[k] += v
+		for k, v := range s.ByLabel {
+			o.ByLabel[k] += v
 		}
 		for k, v := range s.ByLock {
 			if o.ByLock == nil {
@@ -360,9 +392,9 @@ func (a *Aggregator) Stacks() []*FoldedStack {
 }
 
 func copyStack(s *FoldedStack) *FoldedStack {
-	c := &FoldedStack{Frames: s.Frames, Count: s.Count, ByState: make(map[string]int, len(s.ByState))}
-	for k, v := range s.ByState {
-		c.ByState[k] = v
+	c := &FoldedStack{Frames: s.Frames, Count: s.Count, ByLabel: make(map[StackLabel]int, len(s.ByLabel))}
+	for k, v := range s.ByLabel {
+		c.ByLabel[k] = v
 	}
 	if s.ByLock != nil {
 		c.ByLock = make(map[string]int, len(s.ByLock))

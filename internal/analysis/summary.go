@@ -443,3 +443,13 @@ type Finding struct {
 	// impact orders findings; higher first.
 	impact float64
 }
+
+// DumpInterval is the mean time between the thread dumps, the wall time
+// one thread sample stands for in an estimate of blocked time. It is zero
+// when there are fewer than two dumps with timestamps.
+func (s *Summary) DumpInterval() time.Duration {
+	if s.Dumps < 2 || s.FirstDump == nil || s.LastDump == nil || !s.LastDump.After(*s.FirstDump) {
+		return 0
+	}
+	return s.LastDump.Sub(*s.FirstDump) / time.Duration(s.Dumps-1)
+}

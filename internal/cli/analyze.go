@@ -19,6 +19,7 @@ type AnalyzeOptions struct {
 	Files  []string
 	Format string
 	Top    int
+	Out    outputFiles
 }
 
 var outputFormats = []string{"text", "json", "folded"}
@@ -46,12 +47,15 @@ series the busiest threads by cpu= deltas and threads stuck in one frame.
 speedscope.
 
 Owners of java.util.concurrent locks only appear in dumps taken with -l
-(jcmd <pid> Thread.print -l, jstack -l).`
+(jcmd <pid> Thread.print -l, jstack -l).
+
+` + outputFlagsHelp
 
 const analyzeExample = `  ctprof analyze dump.txt
   jcmd 4242 Thread.print -l | ctprof analyze -
   ctprof analyze --format json dump1.txt dump2.txt dump3.txt
-  ctprof analyze --format folded app.log.gz > stacks.folded`
+  ctprof analyze --format folded app.log.gz > stacks.folded
+  ctprof analyze --html report.html --pprof blocked.pb.gz series.txt`
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdAnalyze(io, nil) }) }
 
@@ -80,6 +84,9 @@ func NewCmdAnalyze(io IO, runF func(*AnalyzeOptions) error) *cobra.Command {
 			if opts.Top < 0 {
 				return usageErrorf("--top must be positive")
 			}
+			if err := opts.Out.check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -88,6 +95,7 @@ func NewCmdAnalyze(io IO, runF func(*AnalyzeOptions) error) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&opts.Format, "format", "f", "text", "output format: text, json or folded")
 	cmd.Flags().IntVar(&opts.Top, "top", 10, "rows per table in the text report")
+	opts.Out.register(cmd.Flags())
 	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return outputFormats, cobra.ShellCompDirectiveNoFileComp
 	})
@@ -131,6 +139,16 @@ func analyzeRun(opts *AnalyzeOptions) error {
 		return failed[len(failed)-1]
 	}
 	if err := writeSummary(opts.IO.Out, agg, opts.Format, opts.Top); err != nil {
+		return err
+	}
+	var read []string
+	for _, name := range opts.Files {
+		if name == "-" {
+			name = "standard input"
+		}
+		read = append(read, name)
+	}
+	if err := opts.Out.write(opts.IO.ErrOut, agg, read); err != nil {
 		return err
 	}
 	for _, e := range failed {

@@ -47,6 +47,7 @@ type AttachOptions struct {
 	// standard error is a terminal".
 	Status   *bool
 	ProcRoot string
+	Out      outputFiles
 }
 
 const attachLong = `Attach to a running process and sample its threads until --duration,
@@ -82,7 +83,10 @@ prints the summary of everything seen.
 With --listen ADDR ctprof also serves Prometheus metrics of the run at
 http://ADDR/metrics while it samples (see docs/prometheus.md; ctprof serve
 watches several processes). Addresses without a host mean every interface:
-write 127.0.0.1:9901 to stay local.`
+write 127.0.0.1:9901 to stay local.
+
+` + outputFlagsHelp + `
+They are written when sampling ends, also after Ctrl-C or the target's exit.`
 
 const attachExample = `  ctprof attach 4242                       # until Ctrl-C
   ctprof attach 4242 --duration 30s --format json > run.json
@@ -90,7 +94,8 @@ const attachExample = `  ctprof attach 4242                       # until Ctrl-C
   ctprof attach 4242 --locks --dump-interval 10s   # JVM: j.u.c. owners, a dump every 10 s at most
   ctprof attach 4242 --port 8080           # count only clients of port 8080
   ctprof attach 4242 --listen 127.0.0.1:9901   # and serve /metrics meanwhile
-  ctprof attach 4242 --duration 1h --record run.ctprof   # replay later: ctprof report run.ctprof`
+  ctprof attach 4242 --duration 1h --record run.ctprof   # replay later: ctprof report run.ctprof
+  ctprof attach 4242 --duration 2m --html contention.html --pprof contention.pb.gz`
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdAttach(io, nil) }) }
 
@@ -135,6 +140,9 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 			if opts.Duration < 0 || opts.Count < 0 || opts.Port < 0 || opts.Port > 65535 {
 				return usageErrorf("--duration, --count and --port must not be negative (port at most 65535)")
 			}
+			if err := opts.Out.check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -150,6 +158,7 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 	f.StringVarP(&opts.Format, "format", "f", "text", "summary format: text or json")
 	f.IntVar(&opts.Top, "top", 10, "rows per table in the text summary")
 	opts.JVM.register(f)
+	opts.Out.register(f)
 	f.StringVar(&opts.Record, "record", "", "also append every sample to this recording file, for ctprof report")
 	f.StringVar(&opts.Listen, "listen", "", "serve Prometheus metrics at this address while sampling (e.g. 127.0.0.1:9901)")
 	f.StringVar(&opts.WebConfigFile, "web.config.file", "", "TLS and basic auth for --listen (Prometheus exporter-toolkit web config)")
@@ -260,6 +269,9 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "ctprof: interrupted after %d samples\n", n)
 	}
 	if err := writeSummary(opts.IO.Out, agg, opts.Format, opts.Top); err != nil {
+		return err
+	}
+	if err := opts.Out.write(opts.IO.ErrOut, agg, nil); err != nil {
 		return err
 	}
 	if rec != nil && recErr == nil {

@@ -18,6 +18,7 @@ type ReportOptions struct {
 	File   string
 	Format string
 	Top    int
+	Out    outputFiles
 }
 
 const reportLong = `Replay a recording made with ctprof attach --record and print the summary the
@@ -28,10 +29,13 @@ futex waits, connections, host context, JVM counters and the raw thread
 dumps. It is written frame by frame as the run goes, so a run that was killed
 still replays up to its last complete sample (ctprof says where it was cut).
 Size: about 11 bytes per thread per sample (a 4,000-thread process sampled
-once a second for an hour is about 160 MB); see docs/recording.md.`
+once a second for an hour is about 160 MB); see docs/recording.md.
+
+` + outputFlagsHelp
 
 const reportExample = `  ctprof attach 4242 --duration 10m --record run.ctprof
   ctprof report run.ctprof
+  ctprof report --html run.html run.ctprof
   ctprof report --format json run.ctprof | jq '.findings[].summary'`
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdReport(io, nil) }) }
@@ -55,6 +59,9 @@ func NewCmdReport(io IO, runF func(*ReportOptions) error) *cobra.Command {
 			if opts.Format != "text" && opts.Format != "json" {
 				return usageErrorf("unknown --format %q: use text or json", opts.Format)
 			}
+			if err := opts.Out.check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -63,6 +70,7 @@ func NewCmdReport(io IO, runF func(*ReportOptions) error) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&opts.Format, "format", "f", "text", "summary format: text or json")
 	cmd.Flags().IntVar(&opts.Top, "top", 10, "rows per table in the text summary")
+	opts.Out.register(cmd.Flags())
 	return cmd
 }
 
@@ -94,5 +102,8 @@ func reportRun(opts *ReportOptions) error {
 	if n == 0 {
 		return fmt.Errorf("%s holds no samples", opts.File)
 	}
-	return writeSummary(opts.IO.Out, agg, opts.Format, opts.Top)
+	if err := writeSummary(opts.IO.Out, agg, opts.Format, opts.Top); err != nil {
+		return err
+	}
+	return opts.Out.write(opts.IO.ErrOut, agg, []string{opts.File})
 }

@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/report"
+)
+
+// outputFiles are the files a run writes besides the summary it prints:
+// the HTML report and the profile exports. analyze, attach and report share
+// them, so every mode writes the same files from the same Aggregator.
+type outputFiles struct {
+	HTML       string
+	Pprof      string
+	Folded     string
+	Speedscope string
+}
+
+const outputFlagsHelp = `Files besides the summary (any combination):
+  --html FILE        one self-contained HTML report (no request leaves it):
+                     findings, a flame graph of the sampled stacks (click to
+                     zoom; all, blocked, waiting, runnable, one lock's
+                     waiters), the lock table, timelines, pools, the busiest
+                     threads and a graph of deadlocks
+  --pprof FILE       profile.proto (gzipped) for go tool pprof: thread samples
+                     and estimated blocked time, labels state and thread
+                     (the thread name with digits as N, its pool)
+  --folded FILE      collapsed stacks, root first (flamegraph.pl, inferno)
+  --speedscope FILE  a speedscope profile (all threads, blocked threads)
+Each is written whole or not at all (a temporary file renamed into place).`
+
+func (o *outputFiles) register(f *pflag.FlagSet) {
+	f.StringVar(&o.HTML, "html", "", "write a self-contained HTML report to this file")
+	f.StringVar(&o.Pprof, "pprof", "", "write a pprof profile (go tool pprof) to this file")
+	f.StringVar(&o.Folded, "folded", "", "write collapsed stacks (flamegraph.pl) to this file")
+	f.StringVar(&o.Speedscope, "speedscope", "", "write a speedscope profile to this file")
+}
+
+// list pairs each requested file with what it is.
+func (o *outputFiles) list() [][2]string {
+	var l [][2]string
+	for _, x := range [][2]string{{"HTML report", o.HTML}, {"pprof profile", o.Pprof}, {"folded stacks", o.Folded}, {"speedscope profile", o.Speedscope}} {
+		if x[1] != "" {
+			l = append(l, x)
+		}
+	}
+	return l
+}
+
+// check runs before any work: two outputs on one path, or a directory that
+// cannot take the file, should stop an hour-long attach at its start, not
+// at its end.
+func (o *outputFiles) check() error {
+	seen := map[string]string{}
+	for _, x := range o.list() {
+		abs, err := filepath.Abs(x[1])
+		if err != nil {
+			return usageErrorf("%s path %q: %v", x[0], x[1], err)
+		}
+		if prev, ok := seen[abs]; ok {
+			return usageErrorf("the %s and the %s would both be written to %s", prev, x[0], x[1])
+		}
+		seen[abs] = x[0]
+		if st, err := os.Stat(x[1]); err == nil && st.IsDir() {
+			return fmt.Errorf("cannot write the %s to %s: it is a directory", x[0], x[1])
+		}
+		probe, err := os.CreateTemp(filepath.Dir(abs), ".ctprof-probe-*")
+		if err != nil {
+			return fmt.Errorf("cannot write the %s to %s: %w", x[0], x[1], err)
+		}
+		probe.Close()
+		os.Remove(probe.Name())
+	}
+	return nil
+}
+
+// write writes every requested file from the Aggregator. One that fails
+// does not stop the others; the error names each failure.
+func (o *outputFiles) write(w io.Writer, agg *analysis.Aggregator, sources []string) error {
+	l := o.list()
+	if len(l) == 0 {
+		return nil
+	}
+	s := agg.Summary()
+	stacks := agg.Stacks()
+	var errs []error
+	for _, x := range l {
+		var err error
+		switch x[0] {
+		case "HTML report":
+			err = writeAtomic(x[1], func(f io.Writer) error {
+				return report.HTML(f, report.HTMLInput{Summary: s, Stacks: stacks, Sources: sources, Generated: time.Now()})
+			})
+		case "pprof profile":
+			err = writeAtomic(x[1], func(f io.Writer) error {
+				in := report.PprofInput{Stacks: stacks, Interval: s.DumpInterval(), Duration: time.Duration(s.DurationSeconds * float64(time.Second))}
+				if s.FirstDump != nil {
+					in.Start = *s.FirstDump
+				}
+				return report.Pprof(f, in)
+			})
+		case "folded stacks":
+			err = writeAtomic(x[1], func(f io.Writer) error { return report.Folded(f, stacks) })
+		case "speedscope profile":
+			err = writeAtomic(x[1], func(f io.Writer) error { return report.Speedscope(f, profileName(s, sources), stacks) })
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", x[0], err))
+			continue
+		}
+		fmt.Fprintf(w, "ctprof: wrote the %s to %s\n", x[0], x[1])
+		if len(stacks) == 0 && x[0] != "HTML report" {
+			fmt.Fprintf(w, "ctprof: note: no thread dump was taken, so the %s has no stacks (native processes have no stack samples)\n", x[0])
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func profileName(s *analysis.Summary, sources []string) string {
+	if t := s.Target; t != nil {
+		return fmt.Sprintf("ctprof: pid %d (%s)", t.PID, t.Name)
+	}
+	return "ctprof: " + strings.Join(sources, ", ")
+}
+
+// writeAtomic writes path through a temporary file in the same directory,
+// renamed into place once complete: a failed write or a Ctrl-C never
+// leaves half a report, and an older report stays until a new one exists.
+func writeAtomic(path string, fill func(io.Writer) error) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
+	if err := fill(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

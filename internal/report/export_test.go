@@ -1,0 +1,161 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/analysis"
+)
+
+func TestPprofExport(t *testing.T) {
+	a := smallSeries()
+	s := a.Summary()
+	require.Equal(t, 5*time.Second, s.DumpInterval(), "dumps every 5 s")
+	var buf bytes.Buffer
+	require.NoError(t, Pprof(&buf, PprofInput{Stacks: a.Stacks(), Interval: s.DumpInterval(), Start: *s.FirstDump}))
+
+	p, err := profile.Parse(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	require.Len(t, p.SampleType, 2)
+	assert.Equal(t, "samples", p.SampleType[0].Type)
+	assert.Equal(t, "blocked", p.SampleType[1].Type)
+	assert.Equal(t, "nanoseconds", p.SampleType[1].Unit)
+	var samples, blocked int64
+	byState := map[string]int64{}
+	for _, smp := range p.Sample {
+		samples += smp.Value[0]
+		blocked += smp.Value[1]
+		require.Len(t, smp.Label["state"], 1)
+		require.Len(t, smp.Label["thread"], 1)
+		byState[smp.Label["state"][0]] += smp.Value[0]
+		assert.Equal(t, "request-N", smp.Label["thread"][0])
+		// Leaf first: the root of every stack is Thread.run.
+		assert.Equal(t, "java.lang.Thread.run", smp.Location[len(smp.Location)-1].Line[0].Function.Name)
+	}
+	// 4 dumps of 12 threads: 9 BLOCKED (7 on the cache, 2 deadlocked), 1 RUNNABLE, 2 TIMED_WAITING.
+	assert.EqualValues(t, 4*12, samples)
+	assert.EqualValues(t, 4*9, byState["BLOCKED"])
+	assert.EqualValues(t, 4*9*5*time.Second.Nanoseconds(), blocked, "blocked time = BLOCKED samples × the dump interval")
+
+	// The JDK's own reader: go tool pprof.
+	path := filepath.Join(t.TempDir(), "contention.pb.gz")
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	out, err := exec.Command(goTool, "tool", "pprof", "-top", "-sample_index=blocked", path).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "app.Cache.get")
+	assert.Contains(t, string(out), "Type: blocked")
+	out, err = exec.Command(goTool, "tool", "pprof", "-top", "-tagfocus=state=RUNNABLE", path).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "Showing nodes accounting for 4, 8.33% of 48 total", "the state label filters: 4 of 48 samples are RUNNABLE")
+}
+
+func TestPprofExportWithoutInterval(t *testing.T) {
+	a := smallSeries()
+	var buf bytes.Buffer
+	require.NoError(t, Pprof(&buf, PprofInput{Stacks: a.Stacks()}))
+	p, err := profile.Parse(&buf)
+	require.NoError(t, err)
+	assert.Equal(t, time.Second.Nanoseconds(), p.Period)
+	assert.Contains(t, strings.Join(p.Comments, "\n"), "assumes 1 s")
+}
+
+// parseFolded reads the collapsed-stack format the way flamegraph.pl does:
+// the count after the last space, frames separated by ';'.
+func parseFolded(t *testing.T, text string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		require.Greater(t, i, 0, "line %q has no count", line)
+		n, err := strconv.Atoi(line[i+1:])
+		require.NoError(t, err, line)
+		out[line[:i]] += n
+	}
+	return out
+}
+
+func TestFoldedRoundTrip(t *testing.T) {
+	stacks := smallSeries().Stacks()
+	// A hostile frame must not break the line format.
+	stacks = append(stacks, &analysis.FoldedStack{Frames: []string{"java.lang.Thread.run", "evil;frame\nwith newline"}, Count: 3})
+	var buf bytes.Buffer
+	require.NoError(t, Folded(&buf, stacks))
+	got := parseFolded(t, buf.String())
+	want := map[string]int{}
+	total := 0
+	for _, s := range stacks {
+		frames := make([]string, len(s.Frames))
+		for i, f := range s.Frames {
+			frames[i] = foldedFrame(f)
+			assert.NotContains(t, frames[i], ";")
+		}
+		want[strings.Join(frames, ";")] += s.Count
+		total += s.Count
+	}
+	assert.Equal(t, want, got)
+	assert.Equal(t, strings.Count(buf.String(), "\n"), len(stacks), "one line per stack")
+	assert.Contains(t, got, "java.lang.Thread.run;evil:frame with newline")
+	sum := 0
+	for _, n := range got {
+		sum += n
+	}
+	assert.Equal(t, total, sum, "no sample lost")
+}
+
+func TestSpeedscopeExport(t *testing.T) {
+	stacks := smallSeries().Stacks()
+	var buf bytes.Buffer
+	require.NoError(t, Speedscope(&buf, "ctprof: pid 4242 (java)", stacks))
+	var f struct {
+		Schema string `json:"$schema"`
+		Shared struct {
+			Frames []struct{ Name string }
+		}
+		Profiles []struct {
+			Type, Name, Unit     string
+			StartValue, EndValue int
+			Samples              [][]int
+			Weights              []int
+		}
+		Exporter string
+	}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &f))
+	assert.Equal(t, SpeedscopeSchema, f.Schema)
+	assert.Equal(t, "ctprof", f.Exporter)
+	require.Len(t, f.Profiles, 2)
+	all, blocked := f.Profiles[0], f.Profiles[1]
+	total := 0
+	for _, s := range stacks {
+		total += s.Count
+	}
+	for _, p := range f.Profiles {
+		assert.Equal(t, "sampled", p.Type)
+		assert.Equal(t, "none", p.Unit)
+		require.Equal(t, len(p.Samples), len(p.Weights))
+		sum := 0
+		for i, smp := range p.Samples {
+			sum += p.Weights[i]
+			for _, idx := range smp {
+				require.True(t, idx >= 0 && idx < len(f.Shared.Frames), "frame index %d out of range", idx)
+			}
+			// Root first, as speedscope wants: every stack starts at Thread.run.
+			assert.Equal(t, "java.lang.Thread.run", f.Shared.Frames[smp[0]].Name)
+		}
+		assert.Equal(t, p.EndValue-p.StartValue, sum)
+	}
+	assert.Equal(t, total, all.EndValue)
+	assert.Equal(t, 36, blocked.EndValue, "4 dumps × 9 BLOCKED threads")
+}

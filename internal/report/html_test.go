@@ -1,0 +1,241 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/html"
+
+	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/pkg/threaddump"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// smallSeries is a live run of a small JVM: 20 one-second /proc samples
+// and 4 thread dumps, with a contended monitor and a two-thread deadlock.
+func smallSeries() *analysis.Aggregator {
+	a := analysis.New()
+	t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	target := sample.Target{PID: 4242, Name: "java", Kind: sample.KindJVM, CPUs: 2}
+	frame := func(class, method string, line int) threaddump.Frame {
+		return threaddump.Frame{Class: class, Method: method, File: "X.java", Line: line}
+	}
+	lock := func(addr, class string) threaddump.Lock { return threaddump.Lock{Address: addr, Class: class} }
+	for sec := 0; sec < 20; sec++ {
+		var threads []procfs.Thread
+		for k := 0; k < 12; k++ {
+			threads = append(threads, procfs.Thread{TID: 100 + k, StartTime: uint64(100 + k), Name: fmt.Sprintf("request-%d", k), State: 'S',
+				Voluntary: uint64(sec * (k + 1) * 10), Involuntary: uint64(sec * k), RunTime: time.Duration(sec*k) * 10 * time.Millisecond,
+				CPUsAllowed: "0-1", Syscall: procfs.SyscallUnknown})
+		}
+		snap := &sample.Snapshot{Time: t0.Add(time.Duration(sec) * time.Second), Interval: time.Second, Target: target, Threads: threads,
+			Connections: &procfs.Connections{Established: 3, ByLocalPort: map[int]int{8080: 3}},
+			Host:        &procfs.Host{ContextSwitches: uint64(5000 * sec), CPUs: 2}}
+		if sec%5 == 0 {
+			d := &threaddump.Dump{Format: threaddump.FormatHotSpot, Time: snap.Time, VM: "OpenJDK 64-Bit Server VM (17.0.9+9 mixed mode)"}
+			for k := 0; k < 12; k++ {
+				th := threaddump.Thread{Name: fmt.Sprintf("request-%d", k), ID: int64(20 + k), OSThreadID: int64(100 + k)}
+				switch {
+				case k == 0:
+					th.State = threaddump.StateRunnable
+					th.Frames = []threaddump.Frame{frame("app.Cache", "get", 44), frame("app.Server", "handle", 10), frame("java.lang.Thread", "run", 833)}
+					th.Locks = []threaddump.LockEvent{{Action: threaddump.LockLocked, Lock: lock("0x1000", "app.Cache")}}
+				case k < 8:
+					th.State = threaddump.StateBlocked
+					th.Frames = []threaddump.Frame{frame("app.Cache", "get", 42), frame("app.Server", "handle", 10), frame("java.lang.Thread", "run", 833)}
+					th.Locks = []threaddump.LockEvent{{Action: threaddump.LockWaitingToLock, Lock: lock("0x1000", "app.Cache")}}
+				case k == 8 || k == 9:
+					mine, theirs := "0x2000", "0x3000"
+					if k == 9 {
+						mine, theirs = theirs, mine
+					}
+					th.State = threaddump.StateBlocked
+					th.Frames = []threaddump.Frame{frame("app.Transfer", "move", 70+k), frame("java.lang.Thread", "run", 833)}
+					th.Locks = []threaddump.LockEvent{
+						{Action: threaddump.LockWaitingToLock, Lock: lock(theirs, "app.Account")},
+						{Action: threaddump.LockLocked, Lock: lock(mine, "app.Account")}}
+				default:
+					th.State = threaddump.StateTimedWaiting
+					th.Frames = []threaddump.Frame{frame("java.lang.Thread", "sleep", 0), frame("app.Poller", "loop", 5), frame("java.lang.Thread", "run", 833)}
+				}
+				d.Threads = append(d.Threads, th)
+			}
+			snap.Dump = d
+			snap.DumpCost = &sample.DumpCost{Method: "attach", Wall: 20 * time.Millisecond, Pause: 2 * time.Millisecond}
+		}
+		a.Add(snap)
+	}
+	return a
+}
+
+func renderHTML(t *testing.T, a *analysis.Aggregator, sources []string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, HTML(&buf, HTMLInput{Summary: a.Summary(), Stacks: a.Stacks(), Sources: sources}))
+	return buf.Bytes()
+}
+
+// dataBlock returns the raw text of the page's JSON data block.
+func dataBlock(t *testing.T, page []byte) string {
+	t.Helper()
+	const open = `<script type="application/json" id="ctprof-data">`
+	i := bytes.Index(page, []byte(open))
+	require.GreaterOrEqual(t, i, 0, "no data block")
+	rest := page[i+len(open):]
+	j := bytes.Index(rest, []byte("</script>"))
+	require.GreaterOrEqual(t, j, 0)
+	return string(rest[:j])
+}
+
+// structure lists what a report is made of, stable across runs: the ids
+// of its elements in page order, and per chart its series and sizes. A
+// golden of it shows in review when a section or chart appears, moves or
+// goes.
+func structure(t *testing.T, page []byte) string {
+	t.Helper()
+	doc, err := html.Parse(bytes.NewReader(page))
+	require.NoError(t, err)
+	var b strings.Builder
+	var walk func(n *html.Node, depth int)
+	walk = func(n *html.Node, depth int) {
+		if n.Type == html.ElementNode {
+			for _, a := range n.Attr {
+				if a.Key == "id" {
+					fmt.Fprintf(&b, "%s<%s id=%s>\n", strings.Repeat("  ", depth), n.Data, a.Val)
+					depth++
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c, depth)
+		}
+	}
+	walk(doc, 0)
+
+	var data struct {
+		Charts map[string]struct {
+			Series []struct {
+				Type string `json:"type"`
+				Name string `json:"name"`
+				Data []json.RawMessage
+			} `json:"series"`
+		} `json:"charts"`
+		Flame *struct {
+			Names []string
+			Views []struct {
+				ID, Label    string
+				Total, Depth int
+				Nodes        [][6]int
+			}
+		} `json:"flame"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(dataBlock(t, page)), &data))
+	ids := make([]string, 0, len(data.Charts))
+	for id := range data.Charts {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	b.WriteString("\ncharts:\n")
+	for _, id := range ids {
+		fmt.Fprintf(&b, "  %s:", id)
+		for _, s := range data.Charts[id].Series {
+			fmt.Fprintf(&b, " %s %q (%d points);", s.Type, s.Name, len(s.Data))
+		}
+		b.WriteString("\n")
+	}
+	if data.Flame != nil {
+		fmt.Fprintf(&b, "\nflame: %d names\n", len(data.Flame.Names))
+		for _, v := range data.Flame.Views {
+			fmt.Fprintf(&b, "  %s %q: %d samples, depth %d, %d frames\n", v.ID, v.Label, v.Total, v.Depth, len(v.Nodes))
+		}
+	}
+	return b.String()
+}
+
+func goldenFile(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "golden file missing: go test ./internal/report -run %s -update", t.Name())
+	assert.Equal(t, string(want), got, "%s differs (go test ./internal/report -run %s -update rewrites it)", path, t.Name())
+}
+
+func TestHTMLStructureGolden(t *testing.T) {
+	t.Run("live-jvm-series", func(t *testing.T) {
+		page := renderHTML(t, smallSeries(), nil)
+		goldenFile(t, "live-jvm-series.structure.txt", structure(t, page))
+	})
+	for _, c := range hostileCases {
+		t.Run("hostile-"+c.name, func(t *testing.T) {
+			page := renderHTML(t, hostileAggregator(t, c), []string{c.thread})
+			goldenFile(t, "hostile-"+c.name+".structure.txt", structure(t, page))
+		})
+	}
+}
+
+// The report's sections carry the same facts as the summary: spot-check
+// the header, the findings' words and the lock table.
+func TestHTMLContent(t *testing.T) {
+	a := smallSeries()
+	s := a.Summary()
+	page := string(renderHTML(t, a, nil))
+	assert.Contains(t, page, "<title>ctprof: pid 4242 (java)</title>")
+	assert.Contains(t, page, "overhead ctprof caused")
+	require.NotEmpty(t, s.Findings)
+	for _, f := range s.Findings {
+		assert.Contains(t, page, html.EscapeString(f.Summary), "the finding is worded as in the summary")
+	}
+	for _, id := range []string{"chart-flame", "table-locks", "table-pools", "table-threads", "chart-deadlocks"} {
+		assert.Contains(t, page, `id="`+id+`"`)
+	}
+	for _, tl := range s.Timelines {
+		assert.Contains(t, page, `id="chart-timeline-`+tl.ID+`"`)
+	}
+}
+
+// No byte of the data block can end the script element or open markup:
+// every '<', '>' and '&' from the target is written as a \u escape.
+func TestHTMLDataBlockHasNoMarkup(t *testing.T) {
+	for _, c := range hostileCases {
+		t.Run(c.name, func(t *testing.T) {
+			block := dataBlock(t, renderHTML(t, hostileAggregator(t, c), []string{c.thread}))
+			assert.NotContains(t, block, "<")
+			assert.NotContains(t, block, ">")
+			assert.NotContains(t, block, "\u2028")
+			assert.NotContains(t, block, "\u2029")
+			assert.Contains(t, block, `\u003c/script\u003e`[:0]+jsonString(c.frame), "the hostile frame is in the data, escaped")
+		})
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return strings.Trim(string(b), `"`)
+}
+
+func TestHTMLWithoutStacks(t *testing.T) {
+	a := analysis.New()
+	a.Add(&sample.Snapshot{Time: time.Unix(0, 0), Interval: time.Second, Target: sample.Target{PID: 7, Name: "cat", Kind: sample.KindNative, CPUs: 1},
+		Threads: []procfs.Thread{{TID: 7, Name: "cat", State: 'S', Syscall: procfs.SyscallUnknown}}})
+	page := string(renderHTML(t, a, nil))
+	assert.NotContains(t, page, `id="chart-flame"`)
+	assert.Contains(t, page, "No stacks")
+}

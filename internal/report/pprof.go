@@ -1,0 +1,105 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/ctprof/ctprof/internal/analysis"
+)
+
+// PprofInput is what a pprof export holds: the sampled stacks and the time
+// one thread sample stands for.
+type PprofInput struct {
+	Stacks []*analysis.FoldedStack
+	// Interval is the mean time between thread dumps; zero assumes one
+	// second and says so in the profile's comments.
+	Interval time.Duration
+	// Start is the first sample's time (zero leaves it out).
+	Start    time.Time
+	Duration time.Duration
+}
+
+// Pprof writes a gzipped profile.proto that `go tool pprof` reads. Each
+// sample is one stack in one state of one thread pool, with two values:
+// the thread samples, and the blocked time they stand for (samples in state
+// BLOCKED times the interval between dumps, an estimate). Labels: "state"
+// (the Java thread state) and "thread" (the thread name with every run of
+// digits written N, i.e. its pool; per-thread names would not bound the
+// profile's size).
+func Pprof(w io.Writer, in PprofInput) error {
+	interval := in.Interval
+	var comments []string
+	if interval <= 0 {
+		interval = time.Second
+		comments = append(comments, "blocked time assumes 1 s between thread dumps (fewer than two timed dumps)")
+	} else {
+		comments = append(comments, fmt.Sprintf("blocked time = BLOCKED samples x %v, the mean interval between thread dumps", interval))
+	}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{
+			{Type: "samples", Unit: "count"},
+			{Type: "blocked", Unit: "nanoseconds"},
+		},
+		DefaultSampleType: "samples",
+		PeriodType:        &profile.ValueType{Type: "wall", Unit: "nanoseconds"},
+		Period:            interval.Nanoseconds(),
+		DurationNanos:     in.Duration.Nanoseconds(),
+		Comments:          comments,
+	}
+	if !in.Start.IsZero() {
+		p.TimeNanos = in.Start.UnixNano()
+	}
+	locs := map[string]*profile.Location{}
+	location := func(frame string) *profile.Location {
+		if l := locs[frame]; l != nil {
+			return l
+		}
+		fn := &profile.Function{ID: uint64(len(p.Function) + 1), Name: frame, SystemName: frame}
+		p.Function = append(p.Function, fn)
+		l := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: fn}}}
+		p.Location = append(p.Location, l)
+		locs[frame] = l
+		return l
+	}
+	for _, st := range in.Stacks {
+		// pprof wants the leaf first; folded stacks are root first.
+		stack := make([]*profile.Location, len(st.Frames))
+		for i, f := range st.Frames {
+			stack[len(st.Frames)-1-i] = location(f)
+		}
+		labels := make([]analysis.StackLabel, 0, len(st.ByLabel))
+		for l := range st.ByLabel {
+			labels = append(labels, l)
+		}
+		// Map order would make the output differ from run to run.
+		sort.Slice(labels, func(i, j int) bool {
+			if labels[i].State != labels[j].State {
+				return labels[i].State < labels[j].State
+			}
+			return labels[i].Pool < labels[j].Pool
+		})
+		for _, l := range labels {
+			n := int64(st.ByLabel[l])
+			var blocked int64
+			if l.State == "BLOCKED" {
+				blocked = n * interval.Nanoseconds()
+			}
+			p.Sample = append(p.Sample, &profile.Sample{
+				Location: stack,
+				Value:    []int64{n, blocked},
+				Label:    map[string][]string{"state": {l.State}, "thread": {l.Pool}},
+			})
+		}
+	}
+	if err := p.CheckValid(); err != nil {
+		return fmt.Errorf("build pprof profile: %w", err)
+	}
+	if err := p.Write(w); err != nil {
+		return fmt.Errorf("write pprof profile: %w", err)
+	}
+	return nil
+}
