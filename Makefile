@@ -24,7 +24,7 @@ all: build
 
 help:
 	@echo "make build   static binary into ./bin (CGO_ENABLED=0); fetches ECharts first (make assets)"
-	@echo "make demo    start a contended Java program, profile it, print the summary"
+	@echo "make demo    start a contended Java program, profile it live (ctprof attach), write an HTML report"
 	@echo "make test    install what is missing, vet, run every test (real JVMs included) and short fuzz runs"
 	@echo "make bench   parser benchmarks (figures in docs/PERFORMANCE.md)"
 	@echo "make fmt     gofmt the tree;  make lint  gofmt check + go vet"

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # make demo: start a small contended Java program (request threads calling one
-# synchronized method of a singleton), take a series of thread dumps of it,
-# and let ctprof say what is wrong. Cleans up the JVM it started, by pid, even
-# on Ctrl-C.
+# synchronized method of a singleton), profile it live with ctprof attach, and
+# write the HTML report. Stops the JVM it started, by pid, also on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 JDK_HOME=${CTPROF_JDK17_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
 THREADS=${DEMO_THREADS:-8}
-DUMPS=${DEMO_DUMPS:-3}
+DURATION=${DEMO_DURATION:-10s}
+OUT=${DEMO_OUT:-bin/demo}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ctprof-demo.XXXXXX")
 pid=""
 cleanup() {
@@ -31,11 +31,13 @@ for _ in $(seq 1 300); do
 	sleep 0.1
 done
 grep -q '^READY' "$work/app.log" || { echo "demo: the Java program did not start in 30 s"; exit 1; }
-echo "demo: SyncSingleton runs as pid $pid with $THREADS request threads; taking $DUMPS dumps 1 s apart"
-for i in $(seq 1 "$DUMPS"); do
-	"$JDK_HOME/bin/jcmd" "$pid" Thread.print -l >>"$work/dumps.txt"
-	[ "$i" -lt "$DUMPS" ] && sleep 1
-done
-echo "demo: ctprof analyze $work/dumps.txt"
+
+mkdir -p "$OUT"
+report="$OUT/report.html"
+echo "demo: SyncSingleton runs as pid $pid with $THREADS request threads on one synchronized method"
+echo "demo: ./bin/ctprof attach $pid --duration $DURATION --interval 500ms --html $report --pprof $OUT/contention.pb.gz"
 echo
-./bin/ctprof analyze "$work/dumps.txt"
+./bin/ctprof attach "$pid" --duration "$DURATION" --interval 500ms --html "$report" --pprof "$OUT/contention.pb.gz"
+echo
+echo "demo: the HTML report is $(cd "$(dirname "$report")" && pwd)/$(basename "$report")"
+echo "demo: open it in a browser (it needs no network); go tool pprof -top $OUT/contention.pb.gz reads the profile"

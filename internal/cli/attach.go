@@ -74,16 +74,18 @@ it. --dump-mode file uses Thread.dump_to_file (JDK 21+: no global safepoint,
 virtual threads included, but no join with OS threads). --locks adds the
 owners of java.util.concurrent locks (a heap scan at the safepoint).
 
-Reading another user's process needs root or that user: ctprof reads what it
-can and says in the summary what was missing.
+Reading another user's process needs root or that user, and the system call
+a thread is blocked in (so futex hotspots) needs ptrace rights over it
+(CAP_SYS_PTRACE under Yama ptrace_scope 1 or more): ctprof reads what it can
+and says in the summary what was missing.
 
 On a terminal a status line shows progress; Ctrl-C stops sampling and still
 prints the summary of everything seen.
 
 With --listen ADDR ctprof also serves Prometheus metrics of the run at
 http://ADDR/metrics while it samples (see docs/prometheus.md; ctprof serve
-watches several processes). Addresses without a host mean every interface:
-write 127.0.0.1:9901 to stay local.
+watches several processes). A bare port (9901) listens on 127.0.0.1 only;
+:9901 listens on every interface.
 
 ` + outputFlagsHelp + `
 They are written when sampling ends, also after Ctrl-C or the target's exit.`

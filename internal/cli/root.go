@@ -60,15 +60,25 @@ const rootLong = `ctprof finds out why a Java or native Linux server does not sc
 locks its threads queue on, which frames they wait in and what the owner does
 meanwhile, how its threads group into pools, and which threads are stuck.
 
-Today it reads thread dumps people already have (jstack, jcmd Thread.print,
-kill -3 output in a log, jcmd Thread.dump_to_file text or JSON, OpenJ9
-javacores) and answers in plain words, JSON for scripts, or folded stacks for
-flame graphs.
+It works three ways, all through the same analysis:
+  attach   sample a live process (/proc per thread, futex waits, connections,
+           and for a JVM thread dumps over the attach protocol; no JDK needed)
+  analyze  read thread dumps people already have (jstack, jcmd Thread.print,
+           kill -3 in a log, Thread.dump_to_file, OpenJ9 javacores)
+  report   replay a recording made with attach --record
+and answers in plain words (findings first), JSON for scripts, an offline
+HTML report with a flame graph (--html), and pprof, folded and speedscope
+profiles. serve exports Prometheus metrics of live processes; fit and scale
+fit Amdahl's law and the Universal Scalability Law to throughput
+measurements; ps lists processes worth profiling.
 
-Exit codes: 0 success, 1 failure (unreadable input, no dump found), 2 usage
-error (unknown flag, bad argument).`
+Exit codes: 0 success, 1 failure (unreadable input, target gone, file not
+written), 2 usage error (unknown flag, bad argument).`
 
-const rootExample = `  # What is wrong in this dump?
+const rootExample = `  # Watch a running server for a minute; summary, then an HTML report
+  ctprof attach 4242 --duration 1m --html report.html
+
+  # What is wrong in this dump?
   ctprof analyze dump.txt
 
   # A series of dumps taken 10 s apart: CPU per thread, stuck threads

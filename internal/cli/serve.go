@@ -64,8 +64,10 @@ Targets:
 
 Processes matching --name or --java that start later are picked up, and
 those that exit are dropped, without a restart (ctprof looks again every
---discovery-interval). ctprof only reads /proc; it never signals, stops or
-kills a target.
+--discovery-interval). ctprof never stops or kills a target. It reads /proc;
+for a JVM it also starts the JVM's attach listener the way jcmd does (a
+.attach_pid file and SIGQUIT, sent only to a JVM that handles it) and asks for
+thread dumps, each a short safepoint pause, kept under --pause-budget.
 
 ctprof listens on 127.0.0.1:9901 unless told otherwise: --listen :9901
 listens on every interface. --web.config.file takes a Prometheus

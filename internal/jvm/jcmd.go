@@ -1,7 +1,8 @@
 package jvm
 
-// This file holds the only os/exec in ctprof: the fallback to the JDK's
-// jcmd tool when the attach protocol cannot be spoken directly. jcmd starts
+// This file holds ctprof's only os/exec towards a target (internal/scale
+// runs the user's own workload): the fallback to the JDK's jcmd tool when
+// the attach protocol cannot be spoken directly. jcmd starts
 // a JVM of its own (about a second and a core), so it is the last resort.
 
 import (

@@ -1,6 +1,6 @@
 // Package report writes the Aggregator's results in the forms people read
-// (text summary) and tools read (JSON, folded stacks). It formats; it never
-// computes statistics of its own.
+// (text summary, the HTML report) and tools read (JSON, folded stacks,
+// pprof, speedscope). It formats; it never computes statistics of its own.
 package report
 
 import (
