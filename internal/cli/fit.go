@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +23,7 @@ type FitOptions struct {
 	IO     IO
 	File   string // a path, or "-" for standard input
 	Format string // text or json
+	HTML   string // also write an HTML page with the chart
 }
 
 const fitLong = `Fit Amdahl's law and the Universal Scalability Law (USL) to throughput
@@ -70,7 +72,8 @@ const fitExample = `  # SPEC SDM91 on a 16-CPU server: simulated users, scripts 
   printf 'users,throughput\n1,65\n18,996\n36,1652\n72,1853\n108,1829\n144,1775\n216,1702\n' | ctprof fit -
 
   ctprof fit measurements.csv
-  ctprof fit --format json measurements.csv | jq '.usl.peak_concurrency'`
+  ctprof fit --format json measurements.csv | jq '.usl.peak_concurrency'
+  ctprof fit --html fit.html measurements.csv   # measured points and both curves`
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdFit(io, nil) }) }
 
@@ -93,6 +96,9 @@ func NewCmdFit(io IO, runF func(*FitOptions) error) *cobra.Command {
 			if opts.Format != "text" && opts.Format != "json" {
 				return usageErrorf("unknown --format %q: use text or json", opts.Format)
 			}
+			if err := (&outputFiles{HTML: opts.HTML}).check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -100,6 +106,7 @@ func NewCmdFit(io IO, runF func(*FitOptions) error) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Format, "format", "f", "text", "output format: text or json")
+	cmd.Flags().StringVar(&opts.HTML, "html", "", "also write a self-contained HTML page: measured points, both fitted curves, the fit")
 	return cmd
 }
 
@@ -112,7 +119,19 @@ func fitRun(opts *FitOptions) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", displayName(opts.File), err)
 	}
-	return writeFitReport(opts.IO.Out, opts.Format, res)
+	if err := writeFitReport(opts.IO.Out, opts.Format, res); err != nil {
+		return err
+	}
+	if opts.HTML == "" {
+		return nil
+	}
+	in := report.ScalabilityInput{Title: "ctprof fit: " + displayName(opts.File), Fit: res.FitDocument, Unit: "N",
+		Facts: [][2]string{{"input", displayName(opts.File)}, {"points", fmt.Sprint(len(points))}}, Generated: time.Now()}
+	if err := writeAtomic(opts.HTML, func(w io.Writer) error { return report.ScalabilityHTML(w, in) }); err != nil {
+		return fmt.Errorf("HTML report: %w", err)
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "ctprof: wrote the HTML report to %s\n", opts.HTML)
+	return nil
 }
 
 // FitReport is everything `ctprof fit` knows about one set of points: the

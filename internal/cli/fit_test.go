@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctprof/ctprof/internal/browsertest"
 	"github.com/ctprof/ctprof/pkg/usl"
 )
 
@@ -302,4 +303,23 @@ func FuzzReadFitPoints(f *testing.F) {
 			}
 		}
 	})
+}
+
+// ctprof fit --html draws the points and both curves in a page that works
+// offline in a real browser.
+func TestFitHTML(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "fit.html")
+	code, out, errOut := run(t, "", "fit", "--html", page, filepath.Join(fitTestdata, "specsdm91.csv"))
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "wrote the HTML report to "+page)
+	assert.Contains(t, out, "contention bounds it", "the text summary still prints")
+
+	p := browsertest.Open(t, page)
+	pixels := browsertest.CheckReport(t, p)
+	assert.Contains(t, pixels, "chart-fit")
+	series := browsertest.Eval[[]string](t, p, `window.ctprofReport.charts["chart-fit"].getOption().series.map(function (s) { return s.name })`)
+	assert.Equal(t, []string{"measured", "USL", "Amdahl"}, series)
+	text := browsertest.Eval[string](t, p, `document.getElementById("fit-text").innerText`)
+	assert.Contains(t, text, "peaks at N* ≈ 96.5")
+	t.Log("screenshot:", p.Screenshot(t, artifactsDir()))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -33,6 +34,7 @@ type ScaleOptions struct {
 	Measure     time.Duration
 	Interval    time.Duration
 	Format      string
+	HTML        string
 	JVM         jvmFlags
 }
 
@@ -102,6 +104,9 @@ func NewCmdScale(io IO, runF func(*ScaleOptions) error) *cobra.Command {
 			if err := opts.JVM.validate(); err != nil {
 				return err
 			}
+			if err := (&outputFiles{HTML: opts.HTML}).check(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -118,6 +123,7 @@ func NewCmdScale(io IO, runF func(*ScaleOptions) error) *cobra.Command {
 	f.DurationVar(&opts.Measure, "measure", 20*time.Second, "measurement time per level")
 	f.DurationVarP(&opts.Interval, "interval", "i", time.Second, "profiling interval")
 	f.StringVarP(&opts.Format, "format", "f", "text", "output format: text or json")
+	f.StringVar(&opts.HTML, "html", "", "also write a self-contained HTML page: throughput by level, the fits, each lock's share by level")
 	opts.JVM.register(f)
 	return cmd
 }
@@ -220,9 +226,38 @@ func scaleRun(ctx context.Context, opts *ScaleOptions) error {
 	if opts.Format == "json" {
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(doc)
+		if err := enc.Encode(doc); err != nil {
+			return err
+		}
+	} else if err := scaleText(opts.IO, doc); err != nil {
+		return err
 	}
-	return scaleText(opts.IO, doc)
+	if opts.HTML == "" {
+		return nil
+	}
+	if err := writeAtomic(opts.HTML, func(w io.Writer) error { return report.ScalabilityHTML(w, scaleHTMLInput(opts, doc)) }); err != nil {
+		return fmt.Errorf("HTML report: %w", err)
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "ctprof: wrote the HTML report to %s\n", opts.HTML)
+	return nil
+}
+
+// scaleHTMLInput lays the scaling document out for the HTML page.
+func scaleHTMLInput(opts *ScaleOptions, doc *ScaleDocument) report.ScalabilityInput {
+	in := report.ScalabilityInput{Title: "ctprof scale: " + strings.Join(opts.Command, " "), Fit: doc.Fit, Unit: "CPUs",
+		Findings: doc.Findings, Generated: time.Now(),
+		Facts: [][2]string{{"command", strings.Join(opts.Command, " ")}, {"varied", doc.Vary}, {"throughput from", doc.Throughput},
+			{"per level", fmt.Sprintf("%s warm-up, %s measured", opts.Warmup, opts.Measure)}}}
+	if doc.Vary == string(scale.VaryConcurrency) {
+		in.Unit = "N"
+	}
+	for _, lv := range doc.Levels {
+		in.Levels = append(in.Levels, report.ScalabilityLevel{N: lv.N, Throughput: lv.Throughput, Speedup: lv.Normalized, CPUPercent: lv.CPUPercent})
+	}
+	for _, l := range doc.Locks {
+		in.Locks = append(in.Locks, report.ScalabilityLock{Name: l.Name, Site: l.Site, BlockedShare: l.BlockedShare})
+	}
+	return in
 }
 
 func scaleDocument(res *scale.Result) *ScaleDocument {

@@ -3,12 +3,14 @@ package cli
 import (
 	"encoding/json"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctprof/ctprof/internal/browsertest"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
@@ -35,12 +37,14 @@ func TestScaleNativeContendedAgainstIndependent(t *testing.T) {
 	bin := testnative.Build(t, "scale_workload")
 	common := []string{"--cpus", "1,2", "--warmup", "500ms", "--measure", "2s", "--interval", "100ms", "--throughput-regex", `throughput (\d+) ops/s`, "--"}
 	indep := scaleJSON(t, append(common, bin, "independent")...)
-	cont := scaleJSON(t, append(common, bin, "contended")...)
+	page := filepath.Join(t.TempDir(), "scale.html")
+	cont := scaleJSON(t, append([]string{"--html", page}, append(common, bin, "contended")...)...)
 	require.Len(t, cont.Levels, 2)
 	assert.Equal(t, 1.0, cont.Levels[0].Normalized)
 	t.Logf("σ independent %.2f, contended %.2f", amdahlSigma(t, indep), amdahlSigma(t, cont))
 	assert.Greater(t, amdahlSigma(t, cont), amdahlSigma(t, indep)+0.3)
-	assert.Greater(t, indep.Levels[1].Normalized, 1.5, "independent work uses the second CPU")
+	// 2.0 ideally; a loaded 2-core machine (other tests, a build) takes some of it.
+	assert.Greater(t, indep.Levels[1].Normalized, 1.3, "independent work uses the second CPU")
 
 	require.NotEmpty(t, cont.Locks)
 	assert.Contains(t, cont.Locks[0].Name, "work_lock")
@@ -50,6 +54,16 @@ func TestScaleNativeContendedAgainstIndependent(t *testing.T) {
 	assert.Nil(t, cont.Fit.USL, "two levels are too few for the USL")
 	assert.Contains(t, cont.Fit.USLError, "needs 4")
 	require.Len(t, cont.Summaries, 2, "each level's profile is kept")
+
+	// The HTML page draws the same: the fits and the lock that grows.
+	p := browsertest.Open(t, page)
+	pixels := browsertest.CheckReport(t, p)
+	assert.Contains(t, pixels, "chart-fit")
+	assert.Contains(t, pixels, "chart-scale-locks")
+	text := browsertest.Eval[string](t, p, `document.body.innerText`)
+	assert.Contains(t, text, "work_lock")
+	assert.Contains(t, text, cont.Findings[0].Summary)
+	t.Log("screenshot:", p.Screenshot(t, artifactsDir()))
 }
 
 // The Java workload: synchronized on one object against independent

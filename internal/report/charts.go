@@ -107,14 +107,15 @@ func flameOption(fd *flameData) map[string]interface{} {
 	return chartOption(c)
 }
 
-// fitOption draws measured throughput and the fitted curves.
-func fitOption(doc *FitDocument) map[string]interface{} {
+// fitOption draws measured throughput and the fitted curves against the
+// varied dimension (unit: "N" or "CPUs").
+func fitOption(doc *FitDocument, unit string) map[string]interface{} {
 	line := charts.NewLine()
 	line.SetGlobalOptions(
 		charts.WithTitleOpts(opts.Title{Title: "Throughput against concurrency"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "25"}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "N"}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: unit}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "throughput"}),
 		charts.WithGridOpts(opts.Grid{Top: "70", Left: "70", Right: "40", Bottom: "40"}),
 		charts.WithAnimation(false),

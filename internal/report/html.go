@@ -209,4 +209,4 @@ var funcs = template.FuncMap{
 	},
 }
 
-var pageTemplate = template.Must(template.New("page").Funcs(funcs).Parse(pageHTML))
+var pageTemplate = template.Must(template.Must(template.New("page").Funcs(funcs).Parse(pageFrame)).Parse(pageHTML))

@@ -4,25 +4,7 @@ package report
 // the target for the context it lands in; the chart data arrives as one
 // escaped JSON block (safeJSON). Element ids are stable so tests and
 // golden structure checks can find each part.
-const pageHTML = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
-<title>{{.Title}}</title>
-<style>{{.Style}}</style>
-</head>
-<body>
-<header id="header">
-  <h1>{{.Title}}</h1>
-  <table class="facts">
-  {{- range .Facts}}
-    <tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
-  {{- end}}
-  </table>
-  {{- if .Generated}}<p class="generated">generated {{.Generated}}</p>{{end}}
-</header>
+const pageHTML = `{{template "head" .}}
 
 <section id="findings">
   <h2>Findings</h2>
@@ -130,10 +112,34 @@ const pageHTML = `<!DOCTYPE html>
 </section>
 {{- end}}
 
-<footer>ctprof: thread and lock contention profiler. Self-contained page: it loads nothing from the network.</footer>
+{{template "tail" .}}`
+
+// pageFrame holds the parts every ctprof page shares: the head with its
+// Content-Security-Policy (no request may leave the page), the header of
+// facts, and the data block and scripts at the end.
+const pageFrame = `{{define "head"}}<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
+<title>{{.Title}}</title>
+<style>{{.Style}}</style>
+</head>
+<body>
+<header id="header">
+  <h1>{{.Title}}</h1>
+  <table class="facts">
+  {{- range .Facts}}
+    <tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
+  {{- end}}
+  </table>
+  {{- if .Generated}}<p class="generated">generated {{.Generated}}</p>{{end}}
+</header>
+{{end}}{{define "tail"}}<footer>ctprof: thread and lock contention profiler. Self-contained page: it loads nothing from the network.</footer>
 <script type="application/json" id="ctprof-data">{{.Data}}</script>
 <script>{{.ECharts}}</script>
 <script>{{.Script}}</script>
 </body>
 </html>
-`
+{{end}}`

@@ -20,6 +20,7 @@ import (
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/sample"
 	"github.com/ctprof/ctprof/pkg/threaddump"
+	"github.com/ctprof/ctprof/pkg/usl"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -238,4 +239,28 @@ func TestHTMLWithoutStacks(t *testing.T) {
 	page := string(renderHTML(t, a, nil))
 	assert.NotContains(t, page, `id="chart-flame"`)
 	assert.Contains(t, page, "No stacks")
+}
+
+// The page of ctprof fit and ctprof scale: its structure, from the
+// published SPEC SDM91 data and two levels with a lock that grows.
+func TestScalabilityHTMLStructureGolden(t *testing.T) {
+	pts := []usl.Point{{N: 1, Throughput: 65}, {N: 18, Throughput: 996}, {N: 36, Throughput: 1652}, {N: 72, Throughput: 1853}, {N: 108, Throughput: 1829}, {N: 144, Throughput: 1775}, {N: 216, Throughput: 1702}}
+	u, uerr := usl.FitUSL(pts)
+	a, aerr := usl.FitAmdahl(pts)
+	var buf bytes.Buffer
+	require.NoError(t, ScalabilityHTML(&buf, ScalabilityInput{Title: "ctprof fit: specsdm91.csv", Unit: "N", Fit: NewFitDocument(pts, u, uerr, a, aerr)}))
+	goldenFile(t, "fit-specsdm91.structure.txt", structure(t, buf.Bytes()))
+	assert.Contains(t, buf.String(), "contention bounds it")
+
+	two := []usl.Point{{N: 1, Throughput: 900}, {N: 2, Throughput: 910}}
+	a2, aerr2 := usl.FitAmdahl(two)
+	_, uerr2 := usl.FitUSL(two)
+	buf.Reset()
+	require.NoError(t, ScalabilityHTML(&buf, ScalabilityInput{Title: "ctprof scale: ./bench <contended>", Unit: "CPUs",
+		Fit:      NewFitDocument(two, nil, uerr2, a2, aerr2),
+		Levels:   []ScalabilityLevel{{N: 1, Throughput: 900, Speedup: 1, CPUPercent: 99}, {N: 2, Throughput: 910, Speedup: 1.01, CPUPercent: 101}},
+		Locks:    []ScalabilityLock{{Name: "futex work_lock (bench+0x40c0)", Site: "", BlockedShare: []float64{0, 0.76}}},
+		Findings: []analysis.Finding{{Kind: "scale-lock", Severity: "warning", Summary: "Throughput scales to 1.01x on 2 CPUs", NextStep: "shorten it"}}}))
+	goldenFile(t, "scale-two-levels.structure.txt", structure(t, buf.Bytes()))
+	assert.Contains(t, buf.String(), "./bench &lt;contended&gt;", "the command is escaped")
 }
