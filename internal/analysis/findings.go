@@ -283,13 +283,19 @@ func connectionFindings(s *Summary) []Finding {
 	if per >= 5 {
 		sev = SeverityWarning
 	}
+	var pool string
+	if t.Slope != nil && len(t.GrowingPools) > 0 {
+		pool = t.GrowingPools[0].Pool
+	}
 	return []Finding{{
-		Kind:     FindingThreadPerConnection,
-		Severity: sev,
-		Summary:  sum,
-		Evidence: ev,
-		NextStep: "Threads that grow with users stop scaling long before the CPUs do: serve connections from a fixed pool or an event loop, and let idle connections hold no thread.",
-		impact:   5e5 + per,
+		Kind:                 FindingThreadPerConnection,
+		Severity:             sev,
+		Summary:              sum,
+		Evidence:             ev,
+		NextStep:             "Threads that grow with users stop scaling long before the CPUs do: serve connections from a fixed pool or an event loop, and let idle connections hold no thread.",
+		ThreadsPerConnection: &per,
+		Pool:                 pool,
+		impact:               5e5 + per,
 	}}
 }
 
@@ -303,6 +309,7 @@ func wakeupFindings(s *Summary) []Finding {
 		if w.PerSecond >= 1000 || w.HostShare >= 0.25 {
 			sev = SeverityWarning
 		}
+		period, threads := w.PeriodMillis/1000, w.Threads
 		who := fmt.Sprintf("%d threads of pool %q wake", w.Threads, w.Pool)
 		if w.Threads == 1 {
 			who = fmt.Sprintf("Thread %q wakes", w.Pool)
@@ -316,9 +323,11 @@ func wakeupFindings(s *Summary) []Finding {
 			Severity: sev,
 			Summary: fmt.Sprintf("%s every %.0f ms to do almost nothing (%.2f %% CPU each): %.0f wake-ups per second%s.",
 				who, w.PeriodMillis, w.CPUPercentPerThread, w.PerSecond, share),
-			Evidence: []string{fmt.Sprintf("median period %.1f ms, estimated from voluntary context switches of threads sleeping in timed waits", w.PeriodMillis)},
-			NextStep: "Replace polling with blocking on an event (a condition, a queue, epoll), or let one thread poll for all of them; each wake-up costs two context switches and a trip through the scheduler.",
-			impact:   4e5 + w.PerSecond,
+			Evidence:      []string{fmt.Sprintf("median period %.1f ms, estimated from voluntary context switches of threads sleeping in timed waits", w.PeriodMillis)},
+			NextStep:      "Replace polling with blocking on an event (a condition, a queue, epoll), or let one thread poll for all of them; each wake-up costs two context switches and a trip through the scheduler.",
+			PeriodSeconds: &period,
+			Threads:       &threads,
+			impact:        4e5 + w.PerSecond,
 		})
 	}
 	return out

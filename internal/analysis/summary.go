@@ -440,6 +440,16 @@ type Finding struct {
 	Summary  string   `json:"summary"`
 	Evidence []string `json:"evidence"`
 	NextStep string   `json:"next_step"`
+
+	// Figures some kinds carry for scripts (absent elsewhere):
+	// wakeup-storm: PeriodSeconds and Threads; thread-per-connection:
+	// ThreadsPerConnection and the growing Pool (empty when no single
+	// pool grows).
+	PeriodSeconds        *float64 `json:"period_seconds,omitempty"`
+	Threads              *int     `json:"threads,omitempty"`
+	ThreadsPerConnection *float64 `json:"threads_per_connection,omitempty"`
+	Pool                 string   `json:"pool,omitempty"`
+
 	// impact orders findings; higher first.
 	impact float64
 }

@@ -209,7 +209,7 @@ func TestFitUsageErrors(t *testing.T) {
 		{[]string{"fit"}, "fit takes one FILE"},
 		{[]string{"fit", "a.csv", "b.csv"}, "got 2 arguments"},
 		{[]string{"fit", "--format", "xml", "-"}, "unknown --format \"xml\""},
-		{[]string{"fit", "--html", "x.html", "-"}, "unknown flag: --html"},
+		{[]string{"fit", "--bogus", "-"}, "unknown flag: --bogus"},
 	}
 	for _, tc := range tests {
 		code, out, errOut := run(t, "1,5\n2,9\n", tc.args...)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -32,12 +34,14 @@ var scenarioChecks = map[string]scenarioCheck{
 	"LogNoise":        checkLogNoise,
 	"ClassInitWait":   checkClassInitWait,
 	"ScaleWorkload":   checkScaleWorkload,
+	"SessionServer":   checkSessionServer,
 }
 
 // scenarioArgs pins arguments whose defaults the checks depend on, so a
 // changed default shows up as a failure here rather than elsewhere.
 var scenarioArgs = map[string][]string{
 	"SyncSingleton":  {"8"},
+	"SessionServer":  {"5"},
 	"LockContention": {"8"},
 	"ManyThreads":    {"4000"},
 	"VirtualThreads": {"100", "200"},
@@ -484,5 +488,37 @@ func TestCountLines(t *testing.T) {
 	}
 	if got := CountLines(nil, "x"); got != 0 {
 		t.Errorf("CountLines(nil) = %d, want 0", got)
+	}
+}
+
+// checkSessionServer connects two clients and expects each to get 5
+// threads: a reader and 4 pollers in a timed wait on the shared board.
+func checkSessionServer(t *testing.T, p *Process) {
+	m := regexp.MustCompile(`(?m)^PORT (\d+)`).FindSubmatch(p.Log())
+	if m == nil {
+		t.Fatalf("no PORT line in %s", p.Log())
+	}
+	for i := 0; i < 2; i++ {
+		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", string(m[1])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	dump := p.WaitForDump(t, dumpTimeout, func(d []byte) bool {
+		return bytes.Contains(d, []byte(`"sess-2-poll-4" #`)) && bytes.Contains(d, []byte(`"sess-2-reader" #`))
+	})
+	for c := 1; c <= 2; c++ {
+		for i := 1; i <= 4; i++ {
+			if !bytes.Contains(dump, []byte(fmt.Sprintf("\"sess-%d-poll-%d\" #", c, i))) {
+				t.Errorf("no poller sess-%d-poll-%d", c, i)
+			}
+		}
+	}
+	if bytes.Contains(dump, []byte(`"sess-3-`)) {
+		t.Error("threads for a third client that never connected")
+	}
+	if got := CountLines(dump, "at SessionServer.poll("); got != 8 {
+		t.Errorf("threads in SessionServer.poll = %d, want 8", got)
 	}
 }
