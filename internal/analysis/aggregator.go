@@ -61,16 +61,21 @@ type Aggregator struct {
 	sampled time.Duration
 
 	// Thread dumps.
-	dumps             int
-	lastDump          *threaddump.Dump
-	firstDumpT        time.Time
-	lastDumpT         time.Time
-	deadlocks         map[string]*deadlockAgg
-	jthreads          map[threadKey]*threadAgg
-	stacks            map[string]*FoldedStack
-	stacksOther       *FoldedStack
-	foldKey           []byte // addStacks' reused key buffer
-	lastJavaThreadsAt int    // snapshot number of the last dump
+	dumps          int
+	lastDump       *threaddump.Dump
+	firstDumpT     time.Time
+	lastDumpT      time.Time
+	deadlocks      map[string]*deadlockAgg
+	jthreads       map[threadKey]*threadAgg
+	stacks         map[string]*FoldedStack
+	stacksOther    *FoldedStack
+	foldKey        []byte // addStacks' reused key buffer
+	lastDumpTables struct {
+		dump   *threaddump.Dump
+		pools  []PoolSummary
+		groups []StackGroup
+	}
+	lastJavaThreadsAt int // snapshot number of the last dump
 
 	// Locks of every kind (monitors, synchronizers, futexes).
 	locks map[string]*lockAgg

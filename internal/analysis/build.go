@@ -38,8 +38,13 @@ func (a *Aggregator) Summary() *Summary {
 		for i := range d.Threads {
 			s.States[stateName(d.Threads[i].State)]++
 		}
-		s.Pools = dumpPools(d)
-		s.StackGroups = stackGroups(d)
+		// The last dump's tables change only with the next dump: computed
+		// once per dump, not on every scrape.
+		if a.lastDumpTables.dump != d {
+			a.lastDumpTables.dump, a.lastDumpTables.pools, a.lastDumpTables.groups = d, dumpPools(d), stackGroups(d)
+		}
+		s.Pools = append(make([]PoolSummary, 0, len(a.lastDumpTables.pools)), a.lastDumpTables.pools...)
+		s.StackGroups = append(make([]StackGroup, 0, len(a.lastDumpTables.groups)), a.lastDumpTables.groups...)
 	}
 	s.Locks = a.lockSummaries()
 	s.Deadlocks = a.deadlockSummaries()
@@ -159,16 +164,12 @@ func (a *Aggregator) threadCPU() []ThreadCPU {
 		}
 		out = append(out, ThreadCPU{Thread: k.name, CPUSeconds: round3(cpu), Percent: round1(100 * cpu / wall)})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CPUSeconds != out[j].CPUSeconds {
-			return out[i].CPUSeconds > out[j].CPUSeconds
+	return topN(out, maxThreadCPU, func(x, y ThreadCPU) bool {
+		if x.CPUSeconds != y.CPUSeconds {
+			return x.CPUSeconds > y.CPUSeconds
 		}
-		return out[i].Thread < out[j].Thread
+		return x.Thread < y.Thread
 	})
-	if len(out) > maxThreadCPU {
-		out = out[:maxThreadCPU]
-	}
-	return out
 }
 
 // idleFrames are native frames where a RUNNABLE thread is really waiting

@@ -88,6 +88,9 @@ func countersOf(t *sample.OSThread) counters {
 
 type osThreadAgg struct {
 	name string
+	// pool is PoolName(name), kept so a Summary of thousands of threads
+	// does not recompute it for every thread on every scrape.
+	pool string
 	// base is the thread's counters when the run first saw it: its
 	// counters at the run's start, or zero for a thread born during the
 	// run (everything it did happened while ctprof watched).
@@ -193,7 +196,9 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 			}
 			o.threads[k] = ta
 		}
-		ta.name = o.name(t.TID, t.Name)
+		if name := o.name(t.TID, t.Name); name != ta.name || ta.pool == "" {
+			ta.name, ta.pool = name, PoolName(name)
+		}
 		ta.last, ta.lstT, ta.seenAt = c, s.Time, n
 		ta.seen++
 		ta.policy, ta.rtPriority, ta.nice, ta.cpusAllowed, ta.state, ta.processor = t.Policy, t.RTPriority, t.Nice, t.CPUsAllowed, t.State, t.Processor

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
@@ -57,14 +58,7 @@ func (a *Aggregator) liveSummary(s *Summary) {
 		s.CPUUse = &CPUUse{CoresUsed: round3(used), CPUsAllowed: a.target.CPUs, ShareOfAllowed: round3(used / float64(a.target.CPUs))}
 	}
 
-	rows := a.liveThreadRows()
-	s.ThreadCPU = s.ThreadCPU[:0]
-	for i, r := range rows {
-		if i == maxThreadCPU {
-			break
-		}
-		s.ThreadCPU = append(s.ThreadCPU, r)
-	}
+	s.ThreadCPU = append(s.ThreadCPU[:0], a.liveThreadRows(maxThreadCPU)...)
 	s.Pools = a.liveThreadPools(wall)
 	if a.dumps > 0 {
 		// Java states by pool, from the join, beside the live rates.
@@ -73,7 +67,7 @@ func (a *Aggregator) liveSummary(s *Summary) {
 			if ta.javaState == "" {
 				continue
 			}
-			p := PoolName(ta.name)
+			p := ta.pool
 			if byPool[p] == nil {
 				byPool[p] = map[string]int{}
 			}
@@ -85,7 +79,7 @@ func (a *Aggregator) liveSummary(s *Summary) {
 			}
 		}
 	}
-	s.Scheduling = a.scheduling(rows, total, wall)
+	s.Scheduling = a.scheduling(total, wall)
 	s.Wakeups = a.wakeups(wall, cs.HostPerSecond)
 
 	for addr, c := range o.conds {
@@ -128,25 +122,25 @@ func futexSymbol(symbol, rendered string) *string {
 }
 
 // liveThreadRows is the per-thread table of a live run, busiest first.
-func (a *Aggregator) liveThreadRows() []ThreadCPU {
+// liveThreadRows returns the busiest threads, at most n, busiest first.
+func (a *Aggregator) liveThreadRows(n int) []ThreadCPU {
 	type row struct {
 		key osKey
 		agg *osThreadAgg
+		cpu time.Duration
 	}
 	rows := make([]row, 0, len(a.os.threads))
 	for k, ta := range a.os.threads {
-		rows = append(rows, row{k, ta})
+		rows = append(rows, row{k, ta, ta.last.cpu - ta.base.cpu})
 	}
-	cpuOf := func(r row) float64 { return (r.agg.last.cpu - r.agg.base.cpu).Seconds() }
-	sort.Slice(rows, func(i, j int) bool {
-		ci, cj := cpuOf(rows[i]), cpuOf(rows[j])
-		if ci != cj {
-			return ci > cj
+	top := topN(rows, n, func(x, y row) bool {
+		if x.cpu != y.cpu {
+			return x.cpu > y.cpu
 		}
-		return rows[i].key.tid < rows[j].key.tid
+		return x.key.tid < y.key.tid
 	})
-	out := make([]ThreadCPU, 0, len(rows))
-	for _, r := range rows {
+	out := make([]ThreadCPU, 0, len(top))
+	for _, r := range top {
 		out = append(out, threadRow(r.key.tid, r.agg))
 	}
 	return out
@@ -217,7 +211,7 @@ func (a *Aggregator) threadsPerConnection(threads, conns int) *ThreadsPerConnect
 
 // scheduling describes CPU saturation: threads runnable against CPUs, the
 // time they wait in the run queue, and the threads that wait most.
-func (a *Aggregator) scheduling(rows []ThreadCPU, total counters, wall float64) *Scheduling {
+func (a *Aggregator) scheduling(total counters, wall float64) *Scheduling {
 	o := a.os
 	cpus := 0
 	if a.target != nil {
@@ -234,13 +228,33 @@ func (a *Aggregator) scheduling(rows []ThreadCPU, total counters, wall float64) 
 	if o.hostLast != nil {
 		sc.HostLoad1 = o.hostLast.Load1
 	}
-	suffer := append([]ThreadCPU(nil), rows...)
-	sort.SliceStable(suffer, func(i, j int) bool { return suffer[i].RunQueueWaitShare > suffer[j].RunQueueWaitShare })
-	for _, r := range suffer {
-		if len(sc.Suffering) == 5 || r.RunQueueWaitShare < 0.05 {
-			break
+	// The threads that wait most for a CPU: run-queue wait share of at
+	// least 5 %, the busiest first among equals.
+	type row struct {
+		key   osKey
+		agg   *osThreadAgg
+		share float64
+		cpu   time.Duration
+	}
+	var rows []row
+	for k, ta := range o.threads {
+		d := ta.last.sub(ta.base)
+		if busy := d.runTime + d.runQueueWait; busy > 0 {
+			if share := round3(d.runQueueWait.Seconds() / busy.Seconds()); share >= 0.05 {
+				rows = append(rows, row{k, ta, share, d.cpu})
+			}
 		}
-		sc.Suffering = append(sc.Suffering, r)
+	}
+	for _, r := range topN(rows, 5, func(x, y row) bool {
+		if x.share != y.share {
+			return x.share > y.share
+		}
+		if x.cpu != y.cpu {
+			return x.cpu > y.cpu
+		}
+		return x.key.tid < y.key.tid
+	}) {
+		sc.Suffering = append(sc.Suffering, threadRow(r.key.tid, r.agg))
 	}
 	return sc
 }

@@ -166,7 +166,7 @@ func dominant(xs []string) (string, int) {
 func (a *Aggregator) liveThreadPools(wall float64) []PoolSummary {
 	by := map[string]*PoolSummary{}
 	for _, ta := range a.os.threads {
-		name := PoolName(ta.name)
+		name := ta.pool
 		p := by[name]
 		if p == nil {
 			p = &PoolSummary{Name: name, States: map[string]int{}}

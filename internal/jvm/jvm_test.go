@@ -164,6 +164,28 @@ func TestAttachAsTheTargetsUser(t *testing.T) {
 	}
 }
 
+// Cleaners of /tmp delete a long-running JVM's attach socket. The JVM
+// notices on the next SIGQUIT and opens a new one; ctprof must get there.
+func TestAttachSocketDeleted(t *testing.T) {
+	for _, jdk := range testjvm.All(t) {
+		t.Run(jdk.Name, func(t *testing.T) {
+			p := testjvm.Start(t, jdk, "SyncSingleton", "2")
+			info := inspect(t, p.PID)
+			_, err := ThreadDump(context.Background(), info, DumpOptions{})
+			require.NoError(t, err)
+			sock := info.socketPath()
+			require.FileExists(t, sock)
+			require.NoError(t, os.Remove(sock))
+
+			res, err := ThreadDump(context.Background(), info, DumpOptions{})
+			require.NoError(t, err, "a dump after the socket file was deleted")
+			assert.True(t, names(t, res.Text)["request-1"])
+			assert.FileExists(t, sock, "the JVM opened a new socket")
+			assert.False(t, p.Exited())
+		})
+	}
+}
+
 func TestTargetGone(t *testing.T) {
 	p := testjvm.Start(t, testjvm.JDK17(t), "SyncSingleton", "2")
 	info := inspect(t, p.PID)
