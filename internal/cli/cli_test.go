@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"github.com/ctprof/ctprof/internal/testcorpus"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -24,19 +24,6 @@ func run(t *testing.T, stdin string, args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
 	code := Main(args, strings.NewReader(stdin), &out, &errOut)
 	return code, out.String(), errOut.String()
-}
-
-func sharedDumps(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("CTPROF_SHARED_DUMPS")
-	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "dumps")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
-		t.Skipf("real-world dump corpus not found at %s: corpus tests skipped", dir)
-	}
-	return dir
 }
 
 func golden(t *testing.T, name string, got []byte) {
@@ -269,3 +256,5 @@ func TestHostileNamesAreEscapedInText(t *testing.T) {
 	assert.NotContains(t, out, "</script>", "JSON escapes < and >")
 	assert.Contains(t, out, `\u003c/script\u003e`)
 }
+
+func sharedDumps(t *testing.T) string { t.Helper(); return testcorpus.Dir(t) }

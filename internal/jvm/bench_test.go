@@ -87,6 +87,8 @@ func cpuUsed() time.Duration {
 	var self, children unix.Rusage
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &self)
 	_ = unix.Getrusage(unix.RUSAGE_CHILDREN, &children)
-	tv := func(t unix.Timeval) time.Duration { return time.Duration(t.Sec)*time.Second + time.Duration(t.Usec)*time.Microsecond }
+	tv := func(t unix.Timeval) time.Duration {
+		return time.Duration(t.Sec)*time.Second + time.Duration(t.Usec)*time.Microsecond
+	}
 	return tv(self.Utime) + tv(self.Stime) + tv(children.Utime) + tv(children.Stime)
 }

@@ -90,34 +90,48 @@ type pageView struct {
 	FlameViews []flameView
 	Timelines  []analysis.Timeline
 	Deadlocks  bool
-	ECharts    template.JS
-	Script     template.JS
-	Style      template.CSS
-	Data       template.JS
+	pageParts
 }
 
-func writePage(w io.Writer, in HTMLInput, data pageData, _ []string) error {
+// pageParts are what the shared page frame (pageFrame) puts around every
+// report: the embedded library, script and style, and the data block.
+type pageParts struct {
+	ECharts template.JS
+	Script  template.JS
+	Style   template.CSS
+	Data    template.JS
+}
+
+func newPageParts(data pageData) (pageParts, error) {
+	var p pageParts
 	echartsJS, err := asset("echarts.min.js")
 	if err != nil {
-		return err
+		return p, err
 	}
 	script, err := asset("report.js")
 	if err != nil {
-		return err
+		return p, err
 	}
 	style, err := asset("report.css")
 	if err != nil {
-		return err
+		return p, err
 	}
 	blob, err := safeJSON(data)
+	if err != nil {
+		return p, err
+	}
+	return pageParts{ECharts: template.JS(echartsJS), Script: template.JS(script), Style: template.CSS(style), Data: blob}, nil
+}
+
+func writePage(w io.Writer, in HTMLInput, data pageData, _ []string) error {
+	parts, err := newPageParts(data)
 	if err != nil {
 		return err
 	}
 	s := in.Summary
 	v := pageView{
 		S: s, Sources: in.Sources, Flame: data.Flame != nil, Timelines: s.Timelines, Deadlocks: len(s.Deadlocks) > 0,
-		ECharts: template.JS(echartsJS), Script: template.JS(script), Style: template.CSS(style), Data: blob,
-		Facts: facts(in),
+		pageParts: parts, Facts: facts(in),
 	}
 	if data.Flame != nil {
 		v.FlameViews = data.Flame.Views

@@ -14,6 +14,7 @@ import (
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/browsertest"
 	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/testcorpus"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -25,19 +26,6 @@ import (
 func artifacts() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", browsertest.ArtifactsDir)
-}
-
-func corpusDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("CTPROF_SHARED_DUMPS")
-	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "dumps")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
-		t.Skipf("real-world dump corpus not found at %s: corpus tests skipped", dir)
-	}
-	return dir
 }
 
 // writeReport aggregates dumps and writes their report into a temp file.
@@ -56,7 +44,7 @@ func writeReport(t *testing.T, sources []string, dumps []*threaddump.Dump) strin
 }
 
 func TestHTMLInBrowserCorpus(t *testing.T) {
-	dir := corpusDir(t)
+	dir := testcorpus.Dir(t)
 	files, err := filepath.Glob(filepath.Join(dir, "*.txt"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)

@@ -12,13 +12,7 @@ const pageHTML = `{{template "head" .}}
   <p class="none">None: no lock has more than one waiter, no deadlock, nothing stuck.</p>
   {{- end}}
   {{- range .S.Findings}}
-  <div class="finding {{.Severity}}" data-kind="{{.Kind}}">
-    <p class="summary"><span class="badge">{{.Severity}}</span> {{.Summary}}</p>
-    {{- if .Evidence}}
-    <ul class="evidence">{{range .Evidence}}<li>{{.}}</li>{{end}}</ul>
-    {{- end}}
-    <p class="next">Next: {{.NextStep}}</p>
-  </div>
+  {{template "finding" .}}
   {{- end}}
 </section>
 
@@ -117,7 +111,13 @@ const pageHTML = `{{template "head" .}}
 // pageFrame holds the parts every ctprof page shares: the head with its
 // Content-Security-Policy (no request may leave the page), the header of
 // facts, and the data block and scripts at the end.
-const pageFrame = `{{define "head"}}<!DOCTYPE html>
+const pageFrame = `{{define "finding"}}<div class="finding {{.Severity}}" data-kind="{{.Kind}}">
+    <p class="summary"><span class="badge">{{.Severity}}</span> {{.Summary}}</p>
+    {{- if .Evidence}}
+    <ul class="evidence">{{range .Evidence}}<li>{{.}}</li>{{end}}</ul>
+    {{- end}}
+    <p class="next">Next: {{.NextStep}}</p>
+  </div>{{end}}{{define "head"}}<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">

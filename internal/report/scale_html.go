@@ -49,9 +49,7 @@ type scalabilityView struct {
 	Facts            [][2]string
 	In               ScalabilityInput
 	FitText          string
-	ECharts, Script  template.JS
-	Style            template.CSS
-	Data             template.JS
+	pageParts
 }
 
 // maxScaleLockSeries bounds the lock chart to the locks that matter.
@@ -72,24 +70,11 @@ func ScalabilityHTML(w io.Writer, in ScalabilityInput) error {
 			return err
 		}
 	}
-	echartsJS, err := asset("echarts.min.js")
+	parts, err := newPageParts(data)
 	if err != nil {
 		return err
 	}
-	script, err := asset("report.js")
-	if err != nil {
-		return err
-	}
-	style, err := asset("report.css")
-	if err != nil {
-		return err
-	}
-	blob, err := safeJSON(data)
-	if err != nil {
-		return err
-	}
-	v := scalabilityView{Title: in.Title, Facts: in.Facts, In: in, FitText: text.String(),
-		ECharts: template.JS(echartsJS), Script: template.JS(script), Style: template.CSS(style), Data: blob}
+	v := scalabilityView{Title: in.Title, Facts: in.Facts, In: in, FitText: text.String(), pageParts: parts}
 	if !in.Generated.IsZero() {
 		v.Generated = in.Generated.Format("2006-01-02 15:04:05 MST")
 	}
@@ -136,13 +121,7 @@ const scalabilityHTML = `{{template "head" .}}
 <section id="findings">
   <h2>Findings</h2>
   {{- range .In.Findings}}
-  <div class="finding {{.Severity}}" data-kind="{{.Kind}}">
-    <p class="summary"><span class="badge">{{.Severity}}</span> {{.Summary}}</p>
-    {{- if .Evidence}}
-    <ul class="evidence">{{range .Evidence}}<li>{{.}}</li>{{end}}</ul>
-    {{- end}}
-    <p class="next">Next: {{.NextStep}}</p>
-  </div>
+  {{template "finding" .}}
   {{- end}}
 </section>
 {{- end}}

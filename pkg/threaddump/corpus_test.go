@@ -3,9 +3,9 @@ package threaddump
 import (
 	"bytes"
 	"compress/gzip"
+	"github.com/ctprof/ctprof/internal/testcorpus"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -13,23 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// sharedDumps finds ../shared/dumps (the real-world corpus beside the
-// repository); CTPROF_SHARED_DUMPS overrides it. The corpus is not part of
-// the repository, so without it these tests say so and skip.
-func sharedDumps(t testing.TB) string {
-	t.Helper()
-	dir := os.Getenv("CTPROF_SHARED_DUMPS")
-	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "dumps")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
-		t.Skipf("real-world dump corpus not found at %s: corpus tests skipped", dir)
-	}
-	t.Logf("real-world dump corpus: %s", dir)
-	return dir
-}
 
 func readCorpus(t testing.TB, name string) []byte {
 	t.Helper()
@@ -273,4 +256,11 @@ func TestCorpusConcatenatedSeries(t *testing.T) {
 	dumps, err := ParseBytes(all)
 	require.NoError(t, err)
 	assert.Len(t, dumps, total)
+}
+
+func sharedDumps(t testing.TB) string {
+	t.Helper()
+	dir := testcorpus.Dir(t)
+	t.Logf("real-world dump corpus: %s", dir)
+	return dir
 }

@@ -1,9 +1,9 @@
 package threaddump
 
 import (
+	"github.com/ctprof/ctprof/internal/testcorpus"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -211,11 +211,4 @@ func BenchmarkParseJavacore(b *testing.B) {
 
 // corpusPath is the path of a corpus file, for seeding fuzzers (which do
 // without it when the corpus is absent).
-func corpusPath(name string) string {
-	dir := os.Getenv("CTPROF_SHARED_DUMPS")
-	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "dumps")
-	}
-	return filepath.Join(dir, name)
-}
+func corpusPath(name string) string { return filepath.Join(testcorpus.Path(), name) }
