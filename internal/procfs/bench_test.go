@@ -25,38 +25,49 @@ const benchThreads = 4000
 func BenchmarkThreadSweep(b *testing.B) {
 	p := testnative.Start(b, "many_threads", strconv.Itoa(benchThreads))
 
-	b.Run("ctprof", func(b *testing.B) {
-		r, err := NewFS("/proc").NewThreadReader(p.PID)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer r.Close()
-		buf, err := r.Read(nil) // warm: names and buffers
-		if err != nil {
-			b.Fatal(err)
-		}
-		files := 0
-		for _, th := range buf {
-			files += 3 // stat, status, schedstat
-			if th.Sleeping() {
-				files += 2 // wchan, syscall
-			}
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		n := 0
-		for i := 0; i < b.N; i++ {
-			buf, err = r.Read(buf[:0])
+	// ctprof as every tick runs it: idle threads carried over. "files/thread"
+	// is what a sweep actually read.
+	sweep := func(readAll bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			r, err := NewFS("/proc").NewThreadReader(p.PID)
 			if err != nil {
 				b.Fatal(err)
 			}
-			n += len(buf)
+			defer r.Close()
+			r.readAll = readAll
+			buf, err := r.Read(nil) // warm: names, buffers, the idle cache
+			if err != nil {
+				b.Fatal(err)
+			}
+			files := 0
+			for _, th := range buf {
+				files += 3 // stat, status, schedstat
+				if th.Sleeping() {
+					files += 2 // wchan, syscall
+				}
+			}
+			reusedBefore := r.Reused()
+			b.ReportAllocs()
+			b.ResetTimer()
+			n := 0
+			for i := 0; i < b.N; i++ {
+				buf, err = r.Read(buf[:0])
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += len(buf)
+			}
+			b.StopTimer()
+			// A carried-over thread skipped schedstat, wchan and syscall.
+			read := float64(files)*float64(b.N) - 3*float64(r.Reused()-reusedBefore)
+			perThread := float64(b.Elapsed().Nanoseconds()) / float64(n)
+			b.ReportMetric(perThread, "ns/thread")
+			b.ReportMetric(read/float64(n), "files/thread")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/read, "ns/thread-file")
 		}
-		b.StopTimer()
-		perThread := float64(b.Elapsed().Nanoseconds()) / float64(n)
-		b.ReportMetric(perThread, "ns/thread")
-		b.ReportMetric(perThread*float64(len(buf))/float64(files), "ns/thread-file")
-	})
+	}
+	b.Run("ctprof", sweep(false))
+	b.Run("ctprof-every-file", sweep(true))
 
 	b.Run("gopsutil-Threads", func(b *testing.B) {
 		proc, err := process.NewProcess(int32(p.PID))

@@ -280,3 +280,85 @@ func TestConnectionsNetlinkAgreesWithProc(t *testing.T) {
 	assert.Equal(t, viaNetlink.Peers, viaProc.Peers)
 	assert.Equal(t, viaNetlink.Inbound, viaProc.Inbound)
 }
+
+// A sleeping thread that has not run since the previous sweep keeps its
+// system call, wait channel and schedstat: the reader carries them over
+// instead of reading three files. What it carries over must equal what a
+// fresh reader (which reads everything) sees; a thread that woke in
+// between is read again.
+func TestIdleThreadsAreCarriedOverExactly(t *testing.T) {
+	idle := testnative.Start(t, "many_threads", "50")
+	r, err := NewFS("/proc").NewThreadReader(idle.PID)
+	require.NoError(t, err)
+	defer r.Close()
+	_, err = r.Read(nil)
+	require.NoError(t, err)
+	require.Zero(t, r.Reused(), "the first sweep reads every file")
+
+	var carried []Thread
+	require.NoError(t, pollUntil(20*time.Second, func() error {
+		before := r.Reused()
+		carried, err = r.Read(nil)
+		if err != nil {
+			return err
+		}
+		if n := r.Reused() - before; n < 50 {
+			return fmt.Errorf("only %d of 50 idle threads carried over", n)
+		}
+		return nil
+	}))
+	fresh := readThreads(t, idle.PID)
+	byTID := map[int]Thread{}
+	for _, th := range fresh {
+		byTID[th.TID] = th
+	}
+	same := 0
+	for _, c := range carried {
+		f, ok := byTID[c.TID]
+		if !ok || f.Voluntary != c.Voluntary || f.Involuntary != c.Involuntary || f.State != c.State {
+			continue // it ran between the two sweeps: nothing to compare
+		}
+		same++
+		assert.Equal(t, f.Syscall, c.Syscall, "tid %d", c.TID)
+		assert.Equal(t, f.SyscallArgs, c.SyscallArgs, "tid %d", c.TID)
+		assert.Equal(t, f.WChan, c.WChan, "tid %d", c.TID)
+		assert.Equal(t, f.RunTime, c.RunTime, "tid %d", c.TID)
+		assert.Equal(t, f.RunQueueWait, c.RunQueueWait, "tid %d", c.TID)
+		assert.Equal(t, f.Timeslices, c.Timeslices, "tid %d", c.TID)
+	}
+	assert.GreaterOrEqual(t, same, 50, "idle threads compared")
+
+	// Pollers wake every 50 ms: every sweep reads them again.
+	busy := testnative.Start(t, "tcp_server", "4")
+	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", busy.Value("PORT")))
+	require.NoError(t, err)
+	defer c.Close()
+	rb, err := NewFS("/proc").NewThreadReader(busy.PID)
+	require.NoError(t, err)
+	defer rb.Close()
+	require.NoError(t, pollUntil(20*time.Second, func() error {
+		th, err := rb.Read(nil)
+		if err != nil {
+			return err
+		}
+		polls := 0
+		for _, x := range th {
+			if x.Name == "session-poll" {
+				polls++
+			}
+		}
+		if polls < 3 {
+			return fmt.Errorf("%d pollers so far", polls)
+		}
+		return nil
+	}))
+	for i := 0; i < 3; i++ {
+		time.Sleep(200 * time.Millisecond)
+		before := rb.Reused()
+		th, err := rb.Read(nil)
+		require.NoError(t, err)
+		// The idle ones (main, the acceptor, the client's reader) may be
+		// carried over; the 3 pollers, which woke 4 times since, may not.
+		assert.LessOrEqual(t, rb.Reused()-before, len(th)-3, "pollers are read afresh")
+	}
+}
