@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"github.com/ctprof/ctprof/internal/testcorpus"
+	"github.com/ctprof/ctprof/internal/testgolden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,15 +29,7 @@ func run(t *testing.T, stdin string, args ...string) (int, string, string) {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "golden file missing: run go test ./internal/cli -update")
-	assert.Equal(t, string(want), string(got), "output differs from %s (go test ./internal/cli -update refreshes it)", path)
+	testgolden.Check(t, filepath.Join("testdata", "golden", name), got, *update, "go test ./internal/cli -update")
 }
 
 // TestGoldenCorpus pins the JSON and text summaries of every real-world

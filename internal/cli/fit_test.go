@@ -3,8 +3,8 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/ctprof/ctprof/internal/testgolden"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,14 +21,7 @@ const fitTestdata = "testdata/fit"
 // fitGolden compares got with testdata/fit/name; -update rewrites it.
 func fitGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join(fitTestdata, name)
-	if *update {
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "golden file missing: run go test ./internal/cli -run TestFitGolden -update")
-	assert.Equal(t, string(want), string(got), "output differs from %s (go test ./internal/cli -run TestFitGolden -update refreshes it)", path)
+	testgolden.Check(t, filepath.Join(fitTestdata, name), got, *update, "go test ./internal/cli -run TestFitGolden -update")
 }
 
 // TestFitGolden pins the text and JSON output of every input under

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
+	"github.com/ctprof/ctprof/internal/testgolden"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -168,15 +168,7 @@ func structure(t *testing.T, page []byte) string {
 
 func goldenFile(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "golden file missing: go test ./internal/report -run %s -update", t.Name())
-	assert.Equal(t, string(want), got, "%s differs (go test ./internal/report -run %s -update rewrites it)", path, t.Name())
+	testgolden.Check(t, filepath.Join("testdata", "golden", name), []byte(got), *update, "go test ./internal/report -run "+t.Name()+" -update")
 }
 
 func TestHTMLStructureGolden(t *testing.T) {
