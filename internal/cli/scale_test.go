@@ -2,8 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"net"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -83,6 +85,33 @@ func TestScaleJavaMonitorAgainstIndependent(t *testing.T) {
 	assert.Contains(t, cont.Locks[0].Site, "ScaleWorkload")
 	assert.Greater(t, cont.Locks[0].BlockedShare[1], cont.Locks[0].BlockedShare[0])
 	assert.Contains(t, cont.Findings[0].Summary, "ScaleWorkload$SharedCounter")
+}
+
+// Load-test style: the workload's thread count is the varied level ({n} in
+// its command) and throughput is the rate of a Prometheus counter it
+// serves. Four levels are enough for the USL.
+func TestScaleVaryConcurrencyWithMetric(t *testing.T) {
+	jdk := testjvm.JDK17(t)
+	classes := testjvm.Compile(t, jdk)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	doc := scaleJSON(t, "--vary", "concurrency", "--concurrency", "1,2,3,4", "--warmup", "1s", "--measure", "2s", "--interval", "250ms",
+		"--throughput-metric", "http://127.0.0.1:"+port+"/metrics#scale_ops_total", "--",
+		jdk.Bin("java"), "-XX:+UseSerialGC", "-Xmx64m", "-cp", classes, "ScaleWorkload", "contended", "{n}", port)
+	assert.Equal(t, "concurrency", doc.Vary)
+	assert.Contains(t, doc.Throughput, "scale_ops_total")
+	require.Len(t, doc.Levels, 4)
+	for i, lv := range doc.Levels {
+		assert.Equal(t, i+1, lv.N)
+		assert.Positive(t, lv.Throughput, "level %d measured from the counter", lv.N)
+	}
+	require.NotNil(t, doc.Fit.USL, "four levels fit the USL: %s", doc.Fit.USLError)
+	assert.Greater(t, amdahlSigma(t, doc), 0.5, "serialized work: more threads add little")
+	require.NotEmpty(t, doc.Locks)
+	assert.Equal(t, "monitor ScaleWorkload$SharedCounter", doc.Locks[0].Name)
+	assert.Greater(t, doc.Locks[0].BlockedShare[3], doc.Locks[0].BlockedShare[0], "one thread never queues; four do")
 }
 
 func TestScaleErrors(t *testing.T) {

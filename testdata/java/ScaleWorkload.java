@@ -7,7 +7,12 @@ import java.util.concurrent.atomic.LongAdder;
  * work is serialized; "independent": the threads share nothing. Prints
  * "throughput <ops> ops/s" twice a second, as load generators do.
  *
- * usage: ScaleWorkload contended|independent
+ * With THREADS the worker count is that instead (for ctprof scale --vary
+ * concurrency); with METRICS_PORT it also serves Prometheus text at
+ * http://127.0.0.1:METRICS_PORT/metrics with the counter scale_ops_total
+ * (for --throughput-metric).
+ *
+ * usage: ScaleWorkload contended|independent [THREADS [METRICS_PORT]]
  */
 public class ScaleWorkload {
     static final LongAdder OPS = new LongAdder();
@@ -29,13 +34,27 @@ public class ScaleWorkload {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 1 || !(args[0].equals("contended") || args[0].equals("independent"))) {
-            System.err.println("usage: ScaleWorkload contended|independent");
+        if (args.length < 1 || args.length > 3 || !(args[0].equals("contended") || args[0].equals("independent"))) {
+            System.err.println("usage: ScaleWorkload contended|independent [THREADS [METRICS_PORT]]");
             System.exit(2);
         }
         boolean contended = args[0].equals("contended");
         SharedCounter shared = new SharedCounter();
-        int n = Runtime.getRuntime().availableProcessors();
+        int n = args.length > 1 ? Integer.parseInt(args[1]) : Runtime.getRuntime().availableProcessors();
+        if (args.length > 2) {
+            com.sun.net.httpserver.HttpServer http = com.sun.net.httpserver.HttpServer.create(
+                    new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), Integer.parseInt(args[2])), 16);
+            http.createContext("/metrics", ex -> {
+                byte[] body = ("# TYPE scale_ops_total counter\nscale_ops_total " + OPS.sum() + "\n")
+                        .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                ex.getResponseHeaders().set("Content-Type", "text/plain; version=0.0.4");
+                ex.sendResponseHeaders(200, body.length);
+                try (java.io.OutputStream out = ex.getResponseBody()) {
+                    out.write(body);
+                }
+            });
+            http.start();
+        }
         for (int i = 0; i < n; i++) {
             final long seed = i + 1;
             Thread t = new Thread(() -> {
