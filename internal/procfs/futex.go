@@ -1,7 +1,8 @@
 package procfs
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -83,25 +84,27 @@ func classifyFutex(op, val uint64, loc Location) FutexKind {
 }
 
 func futexOpName(op uint64) string {
-	var name string
+	// Constant names, so naming a thousand waiters allocates nothing.
+	private := op&futexPrivateFlag != 0
+	pick := func(plain, priv string) string {
+		if private {
+			return priv
+		}
+		return plain
+	}
 	switch op & futexCmdMask {
 	case futexWait:
-		name = "FUTEX_WAIT"
+		return pick("FUTEX_WAIT", "FUTEX_WAIT_PRIVATE")
 	case futexLockPI:
-		name = "FUTEX_LOCK_PI"
+		return pick("FUTEX_LOCK_PI", "FUTEX_LOCK_PI_PRIVATE")
 	case futexWaitBitset:
-		name = "FUTEX_WAIT_BITSET"
+		return pick("FUTEX_WAIT_BITSET", "FUTEX_WAIT_BITSET_PRIVATE")
 	case futexWaitRequeuePI:
-		name = "FUTEX_WAIT_REQUEUE_PI"
+		return pick("FUTEX_WAIT_REQUEUE_PI", "FUTEX_WAIT_REQUEUE_PI_PRIVATE")
 	case futexLockPI2:
-		name = "FUTEX_LOCK_PI2"
-	default:
-		return "FUTEX_OP_" + strconv.FormatUint(op&futexCmdMask, 10)
+		return pick("FUTEX_LOCK_PI2", "FUTEX_LOCK_PI2_PRIVATE")
 	}
-	if op&futexPrivateFlag != 0 {
-		name += "_PRIVATE"
-	}
-	return name
+	return pick("FUTEX_OP_", "FUTEX_OP_") + strconv.FormatUint(op&futexCmdMask, 10) + pick("", "_PRIVATE")
 }
 
 // sysFutex is futex(2)'s number on this architecture, as /proc/*/syscall
@@ -112,49 +115,66 @@ const sysFutex = unix.SYS_FUTEX
 // names each address with sym (nil: unnamed). Groups come out with the most
 // waiters first.
 func GroupFutexWaits(threads []Thread, sym *Symbolizer) []FutexWait {
-	by := map[uint64]*FutexWait{}
-	// The first waiter's operation and expected value classify the address.
-	type opVal struct{ op, val uint64 }
-	first := map[uint64]opVal{}
+	// One slice of waiters, grouped by sorting: a JVM parks each idle
+	// thread on its own address, so there are as many groups as threads,
+	// and a map entry and a slice per group would be most of the cost.
+	type waiter struct {
+		addr    uint64
+		tid     int
+		op, val uint64
+	}
+	n := 0
+	for i := range threads {
+		if threads[i].Syscall == sysFutex {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	ws := make([]waiter, 0, n)
 	for i := range threads {
 		t := &threads[i]
 		if t.Syscall != sysFutex || !t.Sleeping() {
 			continue
 		}
-		addr, op := t.SyscallArgs[0], t.SyscallArgs[1]
+		op := t.SyscallArgs[1]
 		cmd := op & futexCmdMask
 		if cmd != futexWait && cmd != futexWaitBitset && cmd != futexLockPI && cmd != futexLockPI2 && cmd != futexWaitRequeuePI {
 			continue // wakes and requeues do not block
 		}
-		fw := by[addr]
-		if fw == nil {
-			fw = &FutexWait{Address: addr, Op: futexOpName(op), Location: Location{Address: addr}}
-			by[addr] = fw
-			first[addr] = opVal{op, t.SyscallArgs[2]}
-		}
-		fw.TIDs = append(fw.TIDs, t.TID)
+		ws = append(ws, waiter{addr: t.SyscallArgs[0], tid: t.TID, op: op, val: t.SyscallArgs[2]})
 	}
-	if len(by) == 0 {
+	if len(ws) == 0 {
 		return nil
 	}
-	out := make([]FutexWait, 0, len(by))
-	for addr, fw := range by {
+	// Stable by address: the first waiter in thread order classifies it.
+	slices.SortStableFunc(ws, func(a, b waiter) int { return cmp.Compare(a.addr, b.addr) })
+	tids := make([]int, len(ws))
+	groups := 1
+	for i := 1; i < len(ws); i++ {
+		if ws[i].addr != ws[i-1].addr {
+			groups++
+		}
+	}
+	out := make([]FutexWait, 0, groups)
+	for i := 0; i < len(ws); {
+		j := i
+		for ; j < len(ws) && ws[j].addr == ws[i].addr; j++ {
+			tids[j] = ws[j].tid
+		}
+		fw := FutexWait{Address: ws[i].addr, Op: futexOpName(ws[i].op), Location: Location{Address: ws[i].addr}, TIDs: tids[i:j:j]}
 		if sym != nil {
-			if loc, err := sym.Resolve(addr); err == nil {
+			if loc, err := sym.Resolve(fw.Address); err == nil {
 				fw.Location = loc
 			}
 		}
-		ov := first[addr]
-		fw.Kind = classifyFutex(ov.op, ov.val, fw.Location)
-		sort.Ints(fw.TIDs)
-		out = append(out, *fw)
+		fw.Kind = classifyFutex(ws[i].op, ws[i].val, fw.Location)
+		slices.Sort(fw.TIDs)
+		out = append(out, fw)
+		i = j
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if len(out[i].TIDs) != len(out[j].TIDs) {
-			return len(out[i].TIDs) > len(out[j].TIDs)
-		}
-		return out[i].Address < out[j].Address
-	})
+	slices.SortStableFunc(out, func(a, b FutexWait) int { return cmp.Compare(len(b.TIDs), len(a.TIDs)) })
 	return out
 }
 

@@ -1,11 +1,11 @@
 package procfs
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
 	"github.com/shirou/gopsutil/v4/common"
-	"github.com/shirou/gopsutil/v4/cpu"
 	"github.com/shirou/gopsutil/v4/load"
 )
 
@@ -24,19 +24,45 @@ type Host struct {
 	CPUs int
 }
 
-// Host reads the host's context with gopsutil, pointed at this FS's root.
+// Host reads the host's context: /proc/stat, and the load averages with
+// gopsutil, pointed at this FS's root. It runs every tick, so it reads
+// /proc/stat itself: gopsutil's equivalent (load.Misc) also lists /proc to
+// count every process, and its CPU count reads /proc/cpuinfo, which on x86
+// interrupts every CPU to measure its clock.
 func (f FS) Host(ctx context.Context) (*Host, error) {
-	ctx = context.WithValue(ctx, common.EnvKey, common.EnvMap{common.HostProcEnvKey: f.root})
-	misc, err := load.MiscWithContext(ctx)
-	if err != nil && misc == nil {
+	b, err := f.readFile(f.Path("stat"))
+	if err != nil {
 		return nil, fmt.Errorf("read host counters: %w", err)
 	}
-	h := &Host{ContextSwitches: uint64(max(misc.Ctxt, 0)), ProcsRunning: misc.ProcsRunning, ProcsBlocked: misc.ProcsBlocked}
+	h := parseHostStat(b)
+	ctx = context.WithValue(ctx, common.EnvKey, common.EnvMap{common.HostProcEnvKey: f.root})
 	if avg, err := load.AvgWithContext(ctx); err == nil {
 		h.Load1, h.Load5, h.Load15 = avg.Load1, avg.Load5, avg.Load15
 	}
-	if n, err := cpu.CountsWithContext(ctx, true); err == nil {
-		h.CPUs = n
-	}
 	return h, nil
+}
+
+// parseHostStat reads ctxt, procs_running, procs_blocked and the per-CPU
+// lines (the online CPUs) of /proc/stat.
+func parseHostStat(b []byte) *Host {
+	h := &Host{}
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		switch {
+		case len(line) > 3 && hasPrefix(line, "cpu") && line[3] >= '0' && line[3] <= '9':
+			h.CPUs++
+		case hasPrefix(line, "ctxt "):
+			h.ContextSwitches = atou(trim(line[len("ctxt "):]))
+		case hasPrefix(line, "procs_running "):
+			h.ProcsRunning = atoi(trim(line[len("procs_running "):]))
+		case hasPrefix(line, "procs_blocked "):
+			h.ProcsBlocked = atoi(trim(line[len("procs_blocked "):]))
+		}
+	}
+	return h
 }

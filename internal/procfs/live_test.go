@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/ctprof/ctprof/internal/testnative"
 )
@@ -133,6 +136,60 @@ func TestThreadReaderUnderChurn(t *testing.T) {
 		}
 	}
 	assert.Positive(t, ephemeral, "the sweeps caught short-lived threads")
+}
+
+// The reader lists the task directory only when the thread count says a
+// thread is new: a process whose threads stay put is listed once, and a
+// thread started between two sweeps is in the second.
+func TestThreadReaderListsOnlyWhenThreadsAreNew(t *testing.T) {
+	idle := testnative.Start(t, "many_threads", "50")
+	r, err := NewFS("/proc").NewThreadReader(idle.PID)
+	require.NoError(t, err)
+	defer r.Close()
+	for i := 0; i < 5; i++ {
+		threads, err := r.Read(nil)
+		require.NoError(t, err)
+		require.Len(t, threads, 51)
+	}
+	assert.Equal(t, 1, r.lists, "a stable process is listed once")
+
+	// New threads in this test process: a goroutine locked to its OS
+	// thread keeps that thread to itself, so each one needs a new thread.
+	self, err := NewFS("/proc").NewThreadReader(os.Getpid())
+	require.NoError(t, err)
+	defer self.Close()
+	before, err := self.Read(nil)
+	require.NoError(t, err)
+	known := map[int]bool{}
+	for _, th := range before {
+		known[th.TID] = true
+	}
+	const extra = 16
+	tids := make(chan int)
+	release := make(chan struct{})
+	defer close(release)
+	for i := 0; i < extra; i++ {
+		go func() {
+			runtime.LockOSThread()
+			tids <- unix.Gettid()
+			<-release
+		}()
+	}
+	started, fresh := map[int]bool{}, 0
+	for i := 0; i < extra; i++ {
+		tid := <-tids
+		started[tid] = true
+		if !known[tid] {
+			fresh++
+		}
+	}
+	require.Positive(t, fresh, "the runtime had to start threads")
+	threads, err := self.Read(nil)
+	require.NoError(t, err)
+	for _, th := range threads {
+		delete(started, th.TID)
+	}
+	assert.Empty(t, started, "threads started since the last sweep are read")
 }
 
 func TestThreadReaderReportsProcessGone(t *testing.T) {
@@ -282,10 +339,11 @@ func TestConnectionsNetlinkAgreesWithProc(t *testing.T) {
 }
 
 // A sleeping thread that has not run since the previous sweep keeps its
-// system call, wait channel and schedstat: the reader carries them over
-// instead of reading three files. What it carries over must equal what a
-// fresh reader (which reads everything) sees; a thread that woke in
-// between is read again.
+// state, counters, system call and wait channel: the reader carries them
+// over from the last full read when schedstat has not moved, instead of
+// reading four more files. What it carries over must equal what a fresh
+// reader (which reads everything) sees; a thread that woke in between is
+// read again.
 func TestIdleThreadsAreCarriedOverExactly(t *testing.T) {
 	idle := testnative.Start(t, "many_threads", "50")
 	r, err := NewFS("/proc").NewThreadReader(idle.PID)
@@ -315,16 +373,11 @@ func TestIdleThreadsAreCarriedOverExactly(t *testing.T) {
 	same := 0
 	for _, c := range carried {
 		f, ok := byTID[c.TID]
-		if !ok || f.Voluntary != c.Voluntary || f.Involuntary != c.Involuntary || f.State != c.State {
+		if !ok || f.Timeslices != c.Timeslices || f.RunTime != c.RunTime {
 			continue // it ran between the two sweeps: nothing to compare
 		}
 		same++
-		assert.Equal(t, f.Syscall, c.Syscall, "tid %d", c.TID)
-		assert.Equal(t, f.SyscallArgs, c.SyscallArgs, "tid %d", c.TID)
-		assert.Equal(t, f.WChan, c.WChan, "tid %d", c.TID)
-		assert.Equal(t, f.RunTime, c.RunTime, "tid %d", c.TID)
-		assert.Equal(t, f.RunQueueWait, c.RunQueueWait, "tid %d", c.TID)
-		assert.Equal(t, f.Timeslices, c.Timeslices, "tid %d", c.TID)
+		assert.Equal(t, f, c, "tid %d", c.TID)
 	}
 	assert.GreaterOrEqual(t, same, 50, "idle threads compared")
 

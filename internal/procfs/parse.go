@@ -1,6 +1,9 @@
 package procfs
 
-import "time"
+import (
+	"bytes"
+	"time"
+)
 
 // The parsers below read the kernel's formats byte by byte without
 // allocating; each tolerates short or odd input by leaving fields zero.
@@ -90,6 +93,27 @@ func parseStatus(b []byte, t *Thread) (cpus []byte) {
 		}
 	}
 	return cpus
+}
+
+// parseStatusThreads returns the Threads line of a process's status, or
+// -1 when there is none.
+func parseStatusThreads(b []byte) int {
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if hasPrefix(line, "Threads:") {
+			v := trim(line[len("Threads:"):])
+			if len(v) == 0 || v[0] < '0' || v[0] > '9' {
+				return -1
+			}
+			return atoi(v)
+		}
+	}
+	return -1
 }
 
 // parseSchedstat parses "run_ns wait_ns timeslices".

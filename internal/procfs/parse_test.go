@@ -34,6 +34,21 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
+func TestParseHostStat(t *testing.T) {
+	stat := "cpu  100 0 50 900 0 0 0 0 0 0\ncpu0 50 0 25 450 0 0 0 0 0 0\ncpu1 50 0 25 450 0 0 0 0 0 0\n" +
+		"intr 12345 0 1 2\nctxt 987654321\nbtime 1700000000\nprocesses 4242\nprocs_running 3\nprocs_blocked 1\nsoftirq 1 2 3\n"
+	assert.Equal(t, &Host{ContextSwitches: 987654321, ProcsRunning: 3, ProcsBlocked: 1, CPUs: 2}, parseHostStat([]byte(stat)))
+	assert.Equal(t, &Host{}, parseHostStat([]byte("cpu 1 2 3\nctxt\n")))
+}
+
+func TestParseStatusThreads(t *testing.T) {
+	assert.Equal(t, 2014, parseStatusThreads([]byte("Name:\tjava\nUmask:\t0022\nThreads:\t2014\nSigQ:\t0/63\n")))
+	assert.Equal(t, 1, parseStatusThreads([]byte("Threads:\t1")))
+	for _, bad := range []string{"", "Name:\tx\n", "Threads:\n", "Threads:\t-3\n", "XThreads:\t4\n"} {
+		assert.Equal(t, -1, parseStatusThreads([]byte(bad)), "%q", bad)
+	}
+}
+
 func TestParseStatus(t *testing.T) {
 	status := "Name:\tworker\nState:\tS (sleeping)\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\n" +
 		"voluntary_ctxt_switches:\t277\nnonvoluntary_ctxt_switches:\t25\n"
@@ -156,6 +171,8 @@ func FuzzProcFiles(f *testing.F) {
 		}
 		parseStatus(b, &th)
 		parseSchedstat(b, &th)
+		_ = parseStatusThreads(b)
+		_ = parseHostStat(b)
 		parseSyscall(b, &th)
 		if maps, err := parseMaps(b); err == nil {
 			for _, m := range maps {

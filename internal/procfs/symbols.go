@@ -50,9 +50,14 @@ func (l Location) String() string {
 // once per binary, and resolved addresses are cached, so resolving the same
 // futex every tick costs a map lookup.
 type Symbolizer struct {
-	fs      FS
-	pid     int
-	maps    []Mapping
+	fs   FS
+	pid  int
+	maps []Mapping
+	// ranges are the binaries' spans over maps, computed when the maps
+	// are read: a JVM has thousands of mappings (two per thread stack),
+	// and every new address (each parked thread waits on its own) would
+	// otherwise walk them all again.
+	ranges  []moduleRange
 	modules map[string]*elfModule // by path
 	cache   map[uint64]Location
 }
@@ -97,12 +102,14 @@ func (s *Symbolizer) resolve(addr uint64) (Location, bool, error) {
 		if err != nil {
 			return Location{}, false, err
 		}
-		s.maps = m
+		// The kernel lists mappings in address order; a fixture might not.
+		sort.SliceStable(m, func(i, j int) bool { return m[i].Start < m[j].Start })
+		s.maps, s.ranges = m, moduleRanges(m)
 	}
 	l := Location{Address: addr}
 	// A file's .bss continues past its last file-backed mapping into
 	// anonymous memory, so try the binaries' address ranges first.
-	for _, mod := range s.moduleRanges() {
+	for _, mod := range s.ranges {
 		if addr >= mod.start && addr < mod.end {
 			em := s.module(mod.path, mod.mapping)
 			l.Module, l.ModulePath = filepath.Base(strings.TrimSuffix(mod.path, " (deleted)")), mod.path
@@ -118,8 +125,8 @@ func (s *Symbolizer) resolve(addr uint64) (Location, bool, error) {
 			return l, true, nil
 		}
 	}
-	for _, m := range s.maps {
-		if addr >= m.Start && addr < m.End {
+	if i := sort.Search(len(s.maps), func(i int) bool { return s.maps[i].End > addr }); i < len(s.maps) {
+		if m := s.maps[i]; addr >= m.Start {
 			l.Offset = addr - m.Start
 			switch {
 			case m.Path != "":
@@ -143,16 +150,16 @@ type moduleRange struct {
 // moduleRanges returns, per mapped binary, the span from its first mapping
 // to the end of its last mapping plus the anonymous mapping right after it
 // (where .bss lives).
-func (s *Symbolizer) moduleRanges() []moduleRange {
+func moduleRanges(maps []Mapping) []moduleRange {
 	var out []moduleRange
 	idx := map[string]int{}
-	for i, m := range s.maps {
+	for i, m := range maps {
 		if !m.FileBacked() {
 			continue
 		}
 		end := m.End
-		if i+1 < len(s.maps) && s.maps[i+1].Path == "" && s.maps[i+1].Start == m.End {
-			end = s.maps[i+1].End
+		if i+1 < len(maps) && maps[i+1].Path == "" && maps[i+1].Start == m.End {
+			end = maps[i+1].End
 		}
 		if j, ok := idx[m.Path]; ok {
 			if end > out[j].end {
