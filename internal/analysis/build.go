@@ -10,7 +10,17 @@ import (
 
 // Summary computes the summary of everything added so far. It may be
 // called at any time, also while snapshots are being added.
-func (a *Aggregator) Summary() *Summary {
+func (a *Aggregator) Summary() *Summary { return a.summary(true) }
+
+// MetricsSummary is the part of the Summary that the Prometheus metrics
+// read, computed at every scrape: counts, totals, pools, locks, deadlocks,
+// connections, wake-ups and the JVM's counters, without the report's
+// tables (busiest threads, stack groups, stuck threads, futex waits,
+// scheduling, serialization, Java states by pool), timelines and
+// findings.
+func (a *Aggregator) MetricsSummary() *Summary { return a.summary(false) }
+
+func (a *Aggregator) summary(full bool) *Summary {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s := &Summary{
@@ -44,18 +54,26 @@ func (a *Aggregator) Summary() *Summary {
 			a.lastDumpTables.dump, a.lastDumpTables.pools, a.lastDumpTables.groups = d, dumpPools(d), stackGroups(d)
 		}
 		s.Pools = append(make([]PoolSummary, 0, len(a.lastDumpTables.pools)), a.lastDumpTables.pools...)
-		s.StackGroups = append(make([]StackGroup, 0, len(a.lastDumpTables.groups)), a.lastDumpTables.groups...)
+		if full {
+			s.StackGroups = append(make([]StackGroup, 0, len(a.lastDumpTables.groups)), a.lastDumpTables.groups...)
+		}
 	}
 	s.Locks = a.lockSummaries()
 	s.Deadlocks = a.deadlockSummaries()
-	s.ThreadCPU = a.threadCPU()
-	s.StuckThreads = a.stuckThreads()
-	s.Serialization = a.serialization()
-	a.liveSummary(s)
+	if full {
+		if a.os.samples == 0 {
+			s.ThreadCPU = a.threadCPU() // a live run has the /proc view instead
+		}
+		s.StuckThreads = a.stuckThreads()
+		s.Serialization = a.serialization()
+	}
+	a.liveSummary(s, full)
 	a.costSummary(s)
 	a.jvmSummary(s)
-	s.Timelines = a.timelineSummaries()
-	s.Findings = findings(s)
+	if full {
+		s.Timelines = a.timelineSummaries()
+		s.Findings = findings(s)
+	}
 	return s
 }
 

@@ -119,7 +119,7 @@ func (a *Aggregator) addDump(s *sample.Snapshot, dt time.Duration) dumpTick {
 	}
 	locks := d.Locks()
 	a.addJavaLocks(locks, dt, &tick)
-	a.addDeadlocks(d, seq)
+	a.addDeadlocks(d, locks, seq)
 	a.addJavaThreads(d, s.Time, seq, ownersOfWaits(locks))
 	a.addStacks(d, tick.waitsOn)
 
@@ -188,7 +188,7 @@ func isLibraryFrame(class string) bool {
 	return false
 }
 
-func (a *Aggregator) addDeadlocks(d *threaddump.Dump, seq int) {
+func (a *Aggregator) addDeadlocks(d *threaddump.Dump, locks []*threaddump.LockInfo, seq int) {
 	note := func(threads []string, locks []LockRef, jvm bool) {
 		key := cycleKey(threads)
 		da := a.deadlocks[key]
@@ -217,7 +217,7 @@ func (a *Aggregator) addDeadlocks(d *threaddump.Dump, seq int) {
 		}
 		note(append([]string(nil), dl.Threads...), locks, true)
 	}
-	for _, c := range d.FindDeadlocks() {
+	for _, c := range d.FindDeadlocksIn(locks) {
 		var names []string
 		var locks []LockRef
 		for i, t := range c.Threads {

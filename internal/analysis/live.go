@@ -39,6 +39,13 @@ type osAgg struct {
 	// javaNames remembers the Java thread behind each OS thread from the
 	// latest dump, so /proc samples between dumps carry Java names too.
 	java map[int]javaInfo
+
+	// live is the sum of last-base over threads, kept as they change, so
+	// the process total costs no walk over thousands of threads.
+	live counters
+	// cur holds the aggregate of each thread of the latest sample, in the
+	// sample's order (its name and pool, already worked out).
+	cur []*osThreadAgg
 }
 
 type javaInfo struct {
@@ -143,13 +150,11 @@ func (o *osAgg) addCondition(fw sample.FutexWait) {
 }
 
 // total is the process's counters over the run: live threads since they
-// were first seen plus everything the exited ones did.
+// were first seen plus everything the exited ones did. (The counters are
+// unsigned or durations; sums and differences of them are exact modulo
+// 2^64, so keeping live as a running sum loses nothing.)
 func (o *osAgg) total() counters {
-	t := o.exited
-	for _, ta := range o.threads {
-		t = t.add(ta.last.sub(ta.base))
-	}
-	return t
+	return o.exited.add(o.live)
 }
 
 // name is the thread's Java name when a dump named it, its OS name
@@ -179,6 +184,7 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 	}
 	o.lastThreads = len(s.Threads)
 	o.osStates = map[string]int{}
+	o.cur = o.cur[:0]
 	running := 0
 	for i := range s.Threads {
 		t := &s.Threads[i]
@@ -194,11 +200,14 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 			if n == 1 {
 				ta.base = c // it ran before the run started
 			}
+			ta.last = ta.base
 			o.threads[k] = ta
 		}
 		if name := o.name(t.TID, t.Name); name != ta.name || ta.pool == "" {
 			ta.name, ta.pool = name, PoolName(name)
 		}
+		o.cur = append(o.cur, ta)
+		o.live = o.live.add(c.sub(ta.last))
 		ta.last, ta.lstT, ta.seenAt = c, s.Time, n
 		ta.seen++
 		ta.policy, ta.rtPriority, ta.nice, ta.cpusAllowed, ta.state, ta.processor = t.Policy, t.RTPriority, t.Nice, t.CPUsAllowed, t.State, t.Processor
@@ -217,7 +226,9 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 	// totals and forget them, so memory follows the live thread count.
 	for k, ta := range o.threads {
 		if ta.seenAt != n {
-			o.exited = o.exited.add(ta.last.sub(ta.base))
+			d := ta.last.sub(ta.base)
+			o.exited = o.exited.add(d)
+			o.live = o.live.sub(d)
 			delete(o.threads, k)
 		}
 	}
@@ -230,16 +241,47 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 	if s.Connections != nil {
 		o.conns = s.Connections
 	}
-	var tidNames map[int]string
-	if len(s.Futexes) > 0 {
-		tidNames = make(map[int]string, len(s.Threads))
-		for i := range s.Threads {
-			tidNames[s.Threads[i].TID] = o.name(s.Threads[i].TID, s.Threads[i].Name)
-		}
-	}
-	futexWaiters := a.addFutexLocks(s, dt, func(tid int) string { return tidNames[tid] })
+	futexWaiters := a.addFutexLocks(s, dt, o.curNames(s))
 	a.addPools(s, futexWaiters)
 	a.addLiveSeries(s, running)
+}
+
+// latest returns the live threads' aggregates, each once, in the order of
+// the latest sample: the same set as the threads map (addLive drops the
+// threads a sample lacks), but a slice walks faster than a map, and the
+// order keeps a pool's threads together. A tid listed twice in a sample
+// (a damaged recording) is returned once.
+func (o *osAgg) latest() []*osThreadAgg {
+	if len(o.cur) == len(o.threads) {
+		return o.cur
+	}
+	out := make([]*osThreadAgg, 0, len(o.threads))
+	seen := make(map[*osThreadAgg]bool, len(o.threads))
+	for _, ta := range o.cur {
+		if !seen[ta] {
+			seen[ta] = true
+			out = append(out, ta)
+		}
+	}
+	return out
+}
+
+// curNames names the threads of the latest sample by tid. The index is
+// built on the first call only: most samples name no waiter.
+func (o *osAgg) curNames(s *sample.Snapshot) func(tid int) string {
+	var byTID map[int]int
+	return func(tid int) string {
+		if byTID == nil {
+			byTID = make(map[int]int, len(s.Threads))
+			for i := range s.Threads {
+				byTID[s.Threads[i].TID] = i
+			}
+		}
+		if i, ok := byTID[tid]; ok {
+			return o.cur[i].name
+		}
+		return ""
+	}
 }
 
 // addLiveSeries adds this sample's points to the timelines.

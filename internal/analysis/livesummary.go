@@ -9,8 +9,9 @@ import (
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
-// liveSummary fills the live-sampling parts of the summary.
-func (a *Aggregator) liveSummary(s *Summary) {
+// liveSummary fills the live-sampling parts of the summary; without full,
+// only those the metrics read (see MetricsSummary).
+func (a *Aggregator) liveSummary(s *Summary, full bool) {
 	o := a.os
 	if a.target != nil {
 		t := a.target
@@ -58,8 +59,13 @@ func (a *Aggregator) liveSummary(s *Summary) {
 		s.CPUUse = &CPUUse{CoresUsed: round3(used), CPUsAllowed: a.target.CPUs, ShareOfAllowed: round3(used / float64(a.target.CPUs))}
 	}
 
-	s.ThreadCPU = append(s.ThreadCPU[:0], a.liveThreadRows(maxThreadCPU)...)
 	s.Pools = a.liveThreadPools(wall)
+	s.Wakeups = a.wakeups(wall, cs.HostPerSecond)
+	if !full {
+		a.liveConnections(s)
+		return
+	}
+	s.ThreadCPU = append(s.ThreadCPU[:0], a.liveThreadRows(maxThreadCPU)...)
 	if a.dumps > 0 {
 		// Java states by pool, from the join, beside the live rates.
 		byPool := map[string]map[string]int{}
@@ -80,7 +86,6 @@ func (a *Aggregator) liveSummary(s *Summary) {
 		}
 	}
 	s.Scheduling = a.scheduling(total, wall)
-	s.Wakeups = a.wakeups(wall, cs.HostPerSecond)
 
 	for addr, c := range o.conds {
 		s.FutexWaits = append(s.FutexWaits, FutexWaitSummary{
@@ -96,14 +101,7 @@ func (a *Aggregator) liveSummary(s *Summary) {
 		return s.FutexWaits[i].Address < s.FutexWaits[j].Address
 	})
 
-	if c := o.conns; c != nil {
-		cs := &ConnectionSummary{Established: c.Established, ByPort: map[string]int{}, Listening: append([]int{}, c.Listening...), Peers: c.Peers}
-		for p, n := range c.ByLocalPort {
-			cs.ByPort[fmt.Sprint(p)] = n
-		}
-		s.Connections = cs
-		s.ThreadsPerConnection = a.threadsPerConnection(o.lastThreads, c.Established)
-	}
+	a.liveConnections(s)
 	var miss []string
 	for m := range a.missing {
 		miss = append(miss, m)
@@ -111,6 +109,19 @@ func (a *Aggregator) liveSummary(s *Summary) {
 	sort.Strings(miss)
 	for _, m := range miss {
 		s.Warnings = append(s.Warnings, missingHint(m))
+	}
+}
+
+// liveConnections fills the connection count and threads per connection.
+func (a *Aggregator) liveConnections(s *Summary) {
+	o := a.os
+	if c := o.conns; c != nil {
+		cs := &ConnectionSummary{Established: c.Established, ByPort: map[string]int{}, Listening: append([]int{}, c.Listening...), Peers: c.Peers}
+		for p, n := range c.ByLocalPort {
+			cs.ByPort[fmt.Sprint(p)] = n
+		}
+		s.Connections = cs
+		s.ThreadsPerConnection = a.threadsPerConnection(o.lastThreads, c.Established)
 	}
 }
 
@@ -277,7 +288,7 @@ func (a *Aggregator) wakeups(wall, hostPerSecond float64) []Wakeup {
 		periods []float64
 	}
 	by := map[string]*acc{}
-	for _, ta := range a.os.threads {
+	for _, ta := range a.os.latest() {
 		w := ta.lstT.Sub(ta.firstT).Seconds()
 		if ta.seen < 3 || w < 1 {
 			continue
@@ -289,7 +300,7 @@ func (a *Aggregator) wakeups(wall, hostPerSecond float64) []Wakeup {
 		if rate < wakeupMinPerSecond || cpu >= wakeupMaxCPU || !timed {
 			continue
 		}
-		p := PoolName(ta.name)
+		p := ta.pool
 		x := by[p]
 		if x == nil {
 			x = &acc{}

@@ -11,6 +11,9 @@ import (
 // PoolName normalises a thread name to its pool: every run of digits
 // becomes N, so "pool-3-thread-17" belongs to "pool-N-thread-N".
 func PoolName(name string) string {
+	if strings.IndexAny(name, "0123456789") < 0 {
+		return name // no digits: the name is its own pool
+	}
 	var b strings.Builder
 	b.Grow(len(name))
 	inDigits := false
@@ -55,13 +58,10 @@ func (a *Aggregator) addPools(s *sample.Snapshot, futexWaiters map[string][]int)
 	o := a.os
 	size := map[string]int{}
 	running := map[string]int{}
-	poolOf := make(map[int]string, len(s.Threads))
 	for i := range s.Threads {
-		t := &s.Threads[i]
-		p := PoolName(o.name(t.TID, t.Name))
-		poolOf[t.TID] = p
+		p := o.cur[i].pool
 		size[p]++
-		if t.State == 'R' {
+		if s.Threads[i].State == 'R' {
 			running[p]++
 		}
 	}
@@ -85,6 +85,13 @@ func (a *Aggregator) addPools(s *sample.Snapshot, futexWaiters map[string][]int)
 			if pa.lastSeen != o.samples {
 				pa.fit.add(conns, 0)
 			}
+		}
+	}
+	var poolOf map[int]string
+	if len(futexWaiters) > 0 {
+		poolOf = make(map[int]string, len(s.Threads))
+		for i := range s.Threads {
+			poolOf[s.Threads[i].TID] = o.cur[i].pool
 		}
 	}
 	for id, tids := range futexWaiters {
@@ -165,12 +172,15 @@ func dominant(xs []string) (string, int) {
 // rates over the run.
 func (a *Aggregator) liveThreadPools(wall float64) []PoolSummary {
 	by := map[string]*PoolSummary{}
-	for _, ta := range a.os.threads {
-		name := ta.pool
-		p := by[name]
-		if p == nil {
-			p = &PoolSummary{Name: name, States: map[string]int{}}
-			by[name] = p
+	var p *PoolSummary
+	for _, ta := range a.os.latest() {
+		// The latest sample lists threads in tid order, in which a pool's
+		// threads mostly follow one another: one map lookup per run.
+		if name := ta.pool; p == nil || p.Name != name {
+			if p = by[name]; p == nil {
+				p = &PoolSummary{Name: name, States: map[string]int{}}
+				by[name] = p
+			}
 		}
 		p.Threads++
 		p.States[osStateName(ta.state)]++

@@ -187,13 +187,26 @@ func (i *Info) request(ctx context.Context, version int, cmd string, args ...str
 	if _, err := conn.Write(req.Bytes()); err != nil {
 		return nil, i.ioError("send", err)
 	}
-	var out bytes.Buffer
-	buf := make([]byte, 256<<10)
+	// Read straight into the reply's buffer, sized from the last reply: a
+	// dump of thousands of threads is megabytes, and growing a buffer
+	// chunk by chunk would copy it several times.
+	hint := i.lastReply[cmd]
+	out := bytes.NewBuffer(make([]byte, 0, max(hint+hint/4, 64<<10)))
+	defer func() {
+		if i.lastReply == nil {
+			i.lastReply = map[string]int{}
+		}
+		i.lastReply[cmd] = out.Len()
+	}()
 	for {
 		// A large dump of a loaded JVM may pause between chunks; 30 s
 		// without a byte means the JVM is not answering.
 		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-		n, err := conn.Read(buf)
+		if out.Available() < 32<<10 {
+			out.Grow(max(out.Len()/2, 64<<10))
+		}
+		buf := out.AvailableBuffer()
+		n, err := conn.Read(buf[:cap(buf)])
 		out.Write(buf[:n])
 		if errors.Is(err, io.EOF) {
 			break

@@ -1,6 +1,7 @@
 package jvm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,9 @@ type Info struct {
 	// streaming says whether v2 offers the streaming option.
 	protocol  int
 	streaming bool
+	// lastReply is the size of each command's last reply, to size the
+	// next.
+	lastReply map[string]int
 }
 
 // Inspect finds out whether pid is a HotSpot JVM ctprof can attach to. It
@@ -128,11 +132,17 @@ func readPerfDataFile(path string) (*PerfData, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxPerfData))
-	if err != nil {
+	// Sized from the file (its size is fixed when the JVM starts), so a
+	// read every tick is one allocation.
+	size := int64(64 << 10)
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		size = min(st.Size(), maxPerfData)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(f, maxPerfData)); err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	return ParsePerfData(b)
+	return ParsePerfData(buf.Bytes())
 }
 
 // ReadPerfData reads the JVM's hsperfdata now.

@@ -26,10 +26,10 @@ import (
 const DefaultTop = 10
 
 // SummarySource is what the Collector reads at each scrape; an
-// *analysis.Aggregator is one (Summary is safe to call while samples are
-// being added).
+// *analysis.Aggregator is one (MetricsSummary is safe to call while
+// samples are being added).
 type SummarySource interface {
-	Summary() *analysis.Summary
+	MetricsSummary() *analysis.Summary
 }
 
 // TargetInfo identifies a target in the pid and target labels.
@@ -162,7 +162,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		e.gauge(descUp, 1)
-		c.collectTarget(e, t, t.src.Summary())
+		c.collectTarget(e, t, t.src.MetricsSummary())
 	}
 }
 

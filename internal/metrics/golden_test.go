@@ -196,3 +196,32 @@ func TestBuildInfo(t *testing.T) {
 	// Without targets, build info is all there is.
 	assert.Len(t, mfs, 1)
 }
+
+// The Collector reads MetricsSummary, which leaves out the report's tables,
+// timelines and findings: what it exports must be exactly what the full
+// Summary gives, for a native target with a contended mutex and for a JVM
+// joined with its dumps (Java states, monitors, pools).
+func TestMetricsSummaryExportsWhatSummaryDoes(t *testing.T) {
+	native := testnative.Start(t, "mutex_contention", "4", "3", "3000")
+	nativeAgg, _ := sampleN(t, native.PID, 5, 100*time.Millisecond)
+	jvm := testjvm.Start(t, testjvm.JDK17(t), "HostileNames")
+	jvmAgg, s := sampleN(t, jvm.PID, 3, 100*time.Millisecond)
+	for i := 0; i < 2; i++ {
+		addDump(t, jvmAgg, s, jvm.Jcmd(t, "Thread.print"))
+	}
+	for name, agg := range map[string]*analysis.Aggregator{"native": nativeAgg, "jvm": jvmAgg} {
+		t.Run(name, func(t *testing.T) {
+			expose := func(s *analysis.Summary) string {
+				c := NewCollector(CollectorOptions{Version: "test", Top: 40})
+				c.Register(TargetInfo{PID: 1, Name: "t", Kind: name}, frozen{s})
+				b, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain, exportedNames()...)
+				require.NoError(t, err)
+				return string(b)
+			}
+			full, part := expose(agg.Summary()), expose(agg.MetricsSummary())
+			assert.Contains(t, full, "ctprof_lock_blocked_threads{", "the case exports locks")
+			assert.Contains(t, full, "ctprof_pool_threads{")
+			assert.Equal(t, full, part)
+		})
+	}
+}

@@ -88,7 +88,7 @@ func addDump(t testing.TB, agg *analysis.Aggregator, s *sample.Sampler, dumpText
 // frozen is a SummarySource that always returns the same Summary.
 type frozen struct{ s *analysis.Summary }
 
-func (f frozen) Summary() *analysis.Summary { return f.s }
+func (f frozen) MetricsSummary() *analysis.Summary { return f.s }
 
 // gather collects c into metric families.
 func gather(t testing.TB, c prometheus.Collector) map[string]*dto.MetricFamily {

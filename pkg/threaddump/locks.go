@@ -284,9 +284,13 @@ type Cycle struct {
 // synchronizers and class initializations. It finds what the JVM reports,
 // and also cycles the JVM does not look for (class initialization) or cannot
 // see in the dump format at hand.
-func (d *Dump) FindDeadlocks() []Cycle {
+func (d *Dump) FindDeadlocks() []Cycle { return d.FindDeadlocksIn(d.Locks()) }
+
+// FindDeadlocksIn is FindDeadlocks on a lock table Locks already gave for
+// this dump, so a caller that needs both builds the table once.
+func (d *Dump) FindDeadlocksIn(locks []*LockInfo) []Cycle {
 	owner := map[string]*Thread{}
-	for _, li := range d.Locks() {
+	for _, li := range locks {
 		if li.Owner != nil {
 			owner[li.Lock.Address] = li.Owner
 		}
