@@ -26,7 +26,7 @@ help:
 	@echo "make build   static binary into ./bin (CGO_ENABLED=0); fetches ECharts first (make assets)"
 	@echo "make demo    start a contended Java program, profile it live (ctprof attach), write an HTML report"
 	@echo "make test    install what is missing, vet, run every test (real JVMs included) and short fuzz runs"
-	@echo "make bench   parser benchmarks (figures in docs/PERFORMANCE.md)"
+	@echo "make bench   parser, /proc sweep, scrape and process-exporter benchmarks (docs/PERFORMANCE.md)"
 	@echo "make fmt     gofmt the tree;  make lint  gofmt check + go vet"
 
 build: assets
@@ -75,8 +75,13 @@ fuzz:
 		done; \
 	done
 
-bench:
+# The parser's benchmarks, then the budgets of the /proc sweep, the scrape
+# and the comparison with process-exporter (docs/PERFORMANCE.md).
+bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 -count 3 ./pkg/threaddump/
+	$(GO) test -run '^$$' -bench ThreadSweep -benchmem -count 3 ./internal/procfs/
+	$(GO) test -run '^$$' -bench Scrape4000ThreadJVM -benchtime 200x -count 3 ./internal/metrics/
+	$(GO) test -run '^$$' -bench VersusProcessExporter -benchtime 30x -count 3 ./internal/metrics/
 
 demo: deps build
 	@bash scripts/demo.sh
