@@ -46,13 +46,8 @@ func (f FS) Host(ctx context.Context) (*Host, error) {
 // lines (the online CPUs) of /proc/stat.
 func parseHostStat(b []byte) *Host {
 	h := &Host{}
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+	for line := range bytes.Lines(b) {
+		line = bytes.TrimSuffix(line, []byte("\n"))
 		switch {
 		case len(line) > 3 && hasPrefix(line, "cpu") && line[3] >= '0' && line[3] <= '9':
 			h.CPUs++

@@ -98,13 +98,8 @@ func parseStatus(b []byte, t *Thread) (cpus []byte) {
 // parseStatusThreads returns the Threads line of a process's status, or
 // -1 when there is none.
 func parseStatusThreads(b []byte) int {
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+	for line := range bytes.Lines(b) {
+		line = bytes.TrimSuffix(line, []byte("\n"))
 		if hasPrefix(line, "Threads:") {
 			v := trim(line[len("Threads:"):])
 			if len(v) == 0 || v[0] < '0' || v[0] > '9' {
