@@ -3,6 +3,7 @@ package threaddump
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -187,6 +188,22 @@ func TestThreadDumpJSONSeriesAndOddInput(t *testing.T) {
 	assert.Equal(t, 7, dumps[0].PID)
 	require.Len(t, th.Locks, 1)
 	assert.Equal(t, -1, th.Locks[0].Frame, "a depth beyond the stack is not tied to a frame")
+}
+
+// A Java string is any UTF-16: a lone surrogate written as an escape, or
+// raw bytes that are not UTF-8 (a hand-edited file), become U+FFFD rather
+// than an error, and a repeated member keeps the last value.
+func TestThreadDumpJSONOddStrings(t *testing.T) {
+	in := "{\"threadDump\": {\"threadContainers\": [{\"threads\": [{\"tid\": 1, \"tid\": 2, " +
+		"\"name\": \"lone \\ud800 \\ud83d\\ude00 \xff\", \"stack\": [\"a.B\xfe.c(B.java:1)\"]}]}]}}"
+	dumps, err := ParseString(in)
+	require.NoError(t, err)
+	require.Len(t, dumps[0].Threads, 1)
+	th := dumps[0].Threads[0]
+	assert.Equal(t, int64(2), th.ID)
+	assert.Equal(t, "lone \uFFFD \U0001F600 \uFFFD", th.Name)
+	require.Len(t, th.Frames, 1)
+	assert.True(t, utf8.ValidString(th.Frames[0].Class), th.Frames[0].Class)
 }
 
 func TestDumpToFileDetectionLeavesHotSpotAlone(t *testing.T) {
