@@ -257,7 +257,7 @@ scrape_configs:
 }
 
 // freePort returns a loopback address whose port was free a moment ago.
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

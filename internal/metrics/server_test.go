@@ -120,7 +120,7 @@ func TestServerEndpoints(t *testing.T) {
 }
 
 // parseExposition parses a text exposition as Prometheus would.
-func parseExposition(t *testing.T, body string) map[string]*dto.MetricFamily {
+func parseExposition(t testing.TB, body string) map[string]*dto.MetricFamily {
 	t.Helper()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))

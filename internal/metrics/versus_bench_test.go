@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -44,32 +43,40 @@ func BenchmarkVersusProcessExporter(b *testing.B) {
 	}
 	p := testjvm.Start(b, testjvm.JDK17(b), "ManyThreads", "2000")
 
-	peAddr, ctAddr := freeLoopback(b), freeLoopback(b)
+	peAddr, ctAddr := freePort(b), freePort(b)
 	pe := startExporter(b, exe, "-web.listen-address", peAddr, "-procnames", "java", "-threads=true")
 	ct := startExporter(b, bin, "serve", "--pid", strconv.Itoa(p.PID), "--listen", ctAddr)
 	peURL, ctURL := "http://"+peAddr+"/metrics", "http://"+ctAddr+"/metrics"
 
 	// Both answer, and ctprof has taken its first samples (the first opens
 	// every thread's files); then one more interval, as a warm-up.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		_, peErr := scrapeURL(peURL)
-		ctBody, ctErr := scrapeURL(ctURL)
-		if peErr == nil && ctErr == nil && exposedValue(ctBody, "ctprof_samples_total") >= 2 {
-			break
+	err = poll(60*time.Second, func() error {
+		if _, err := scrapeURL(peURL); err != nil {
+			return fmt.Errorf("process-exporter: %w", err)
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("exporters not ready in 60 s: process-exporter %v, ctprof %v", peErr, ctErr)
+		body, err := scrapeURL(ctURL)
+		if err != nil {
+			return fmt.Errorf("ctprof: %w", err)
 		}
-		time.Sleep(200 * time.Millisecond)
+		if n := sumOf(parseExposition(b, string(body)), "ctprof_samples_total", nil); n < 2 {
+			return fmt.Errorf("ctprof has taken %v samples", n)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatalf("exporters not ready in 60 s: %v", err)
 	}
 	time.Sleep(time.Second)
 
 	var peSeries, ctSeries int
 	var ctBody []byte
 	peBefore, ctBefore := processCPU(b, pe), processCPU(b, ct)
-	body, _ := scrapeURL(ctURL)
-	samplesBefore, pauseBefore := exposedValue(body, "ctprof_samples_total"), exposedValue(body, "ctprof_target_pause_seconds_total")
+	body, err := scrapeURL(ctURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	before := parseExposition(b, string(body))
+	samplesBefore, pauseBefore := sumOf(before, "ctprof_samples_total", nil), sumOf(before, "ctprof_target_pause_seconds_total", nil)
 	start := time.Now()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -85,26 +92,17 @@ func BenchmarkVersusProcessExporter(b *testing.B) {
 	}
 	b.StopTimer()
 	peCPU, ctCPU := processCPU(b, pe)-peBefore, processCPU(b, ct)-ctBefore
+	after := parseExposition(b, string(ctBody))
 	n := float64(b.N)
 	b.ReportMetric(float64(peCPU.Milliseconds())/n, "pe-cpu-ms")
 	b.ReportMetric(float64(ctCPU.Milliseconds())/n, "ctprof-cpu-ms")
 	b.ReportMetric(float64(peSeries), "pe-series")
 	b.ReportMetric(float64(ctSeries), "ctprof-series")
-	b.ReportMetric(exposedValue(ctBody, "ctprof_samples_total")-samplesBefore, "ctprof-samples")
-	b.ReportMetric((exposedValue(ctBody, "ctprof_target_pause_seconds_total")-pauseBefore)*1000/n, "jvm-pause-ms")
+	b.ReportMetric(sumOf(after, "ctprof_samples_total", nil)-samplesBefore, "ctprof-samples")
+	b.ReportMetric((sumOf(after, "ctprof_target_pause_seconds_total", nil)-pauseBefore)*1000/n, "jvm-pause-ms")
 	if ctCPU > 0 {
 		b.ReportMetric(float64(peCPU)/float64(ctCPU), "pe/ctprof")
 	}
-}
-
-// freeLoopback is a loopback address with a port free a moment ago.
-func freeLoopback(b *testing.B) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // startExporter starts an exporter process and kills it, by its pid, when
@@ -148,25 +146,6 @@ func countSeries(body []byte) int {
 		}
 	}
 	return n
-}
-
-// exposedValue sums the samples of one metric in a text exposition (-1
-// when there are none).
-func exposedValue(body []byte, name string) float64 {
-	sum, found := 0.0, false
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
-			continue
-		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			sum, found = sum+v, true
-		}
-	}
-	if !found {
-		return -1
-	}
-	return sum
 }
 
 // processCPU is a process's user+system CPU from /proc/<pid>/stat.
