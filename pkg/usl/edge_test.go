@@ -235,3 +235,27 @@ func TestMoreWarnings(t *testing.T) {
 	assert.InDelta(t, 0.2, math.Abs(955.16-a.Throughput(1))/a.Throughput(1), 0.01)
 	assert.Empty(t, a.Warnings)
 }
+
+// Super-linear data, as in a published CPU-affinity run (1, 2, 3.5 and 9.5
+// at 1, 2, 4 and 8 CPUs): σ stops at 0, and a warning names the likely
+// artefact instead of leaving σ = 0 to read as perfect scaling.
+func TestSuperLinearIsWarned(t *testing.T) {
+	pts := []Point{{1, 1}, {2, 2}, {4, 3.5}, {8, 9.5}}
+	for _, fit := range []func([]Point) (*Fit, error){FitAmdahl, FitUSL} {
+		f, err := fit(pts)
+		require.NoError(t, err)
+		w := strings.Join(f.Warnings, "\n")
+		assert.Contains(t, w, "throughput grows faster than concurrency: per unit it is 1.19× higher at N = 8 than at N = 1", f.Model)
+		assert.Contains(t, w, "measurement artefact", f.Model)
+	}
+	// Linear and sub-linear data are not warned about, repeats included.
+	for _, pts := range [][]Point{
+		{{1, 10}, {2, 20}, {4, 40}, {8, 80}},
+		{{1, 100}, {1, 104}, {2, 190}, {4, 330}, {8, 500}},
+		{{1, 100}, {2, 108}, {4, 110}, {8, 111}},
+	} {
+		f, err := FitAmdahl(pts)
+		require.NoError(t, err)
+		assert.NotContains(t, strings.Join(f.Warnings, "\n"), "faster than concurrency", pts)
+	}
+}

@@ -26,12 +26,17 @@ const (
 	outlierMinPoints  = 6
 	outlierNeighbours = 4
 	maxOutliersNamed  = 3
+	// superLinear: throughput per unit of concurrency more than 10 % above
+	// that of the smallest level is faster than linear, which neither law
+	// can describe (σ and κ stop at 0).
+	superLinear = 1.10
 )
 
 // warnings says why f, fitted to points, deserves less trust.
 func warnings(f *Fit, points []Point) []string {
 	var w []string
 	lo, hi := minN(points), maxN(points)
+	w = append(w, superLinearWarnings(points)...)
 	if hi/lo < narrowRange {
 		w = append(w, fmt.Sprintf("the concurrency range is narrow (%g to %g, less than %d×): the parameters may not hold outside it; measure a wider range", lo, hi, narrowRange))
 	}
@@ -50,6 +55,47 @@ func warnings(f *Fit, points []Point) []string {
 	}
 	w = append(w, outlierWarnings(f, points)...)
 	return w
+}
+
+// superLinearWarnings flag throughput per unit of concurrency that rises
+// with concurrency. Real contention only lowers it, so super-linear data
+// almost always come from the measurement: the fit then reports σ = 0 and
+// would otherwise look like perfect scaling.
+func superLinearWarnings(points []Point) []string {
+	means := levelMeans(points)
+	base := means[0]
+	worst := base
+	for _, m := range means[1:] {
+		if m.Throughput/m.N > worst.Throughput/worst.N {
+			worst = m
+		}
+	}
+	ratio := (worst.Throughput / worst.N) / (base.Throughput / base.N)
+	if !(ratio > superLinear) {
+		return nil
+	}
+	return []string{fmt.Sprintf("throughput grows faster than concurrency: per unit it is %.2f× higher at N = %g than at N = %g. "+
+		"Contention cannot do that, so σ and κ stop at 0 and say nothing. It is usually a measurement artefact: "+
+		"the small levels ran cold (JIT warm-up, caches), ran shorter or with another load beside them, the CPUs changed frequency (turbo, power saving), "+
+		"or the working set fits in the caches of more CPUs only. Measure each level after a warm-up, for equal time, and repeat the levels in another order",
+		ratio, worst.N, base.N)}
+}
+
+// levelMeans returns the mean throughput of each concurrency level, the
+// smallest level first.
+func levelMeans(points []Point) []Point {
+	sum := map[float64]float64{}
+	count := map[float64]int{}
+	for _, pt := range points {
+		sum[pt.N] += pt.Throughput
+		count[pt.N]++
+	}
+	out := make([]Point, 0, len(sum))
+	for n, s := range sum {
+		out = append(out, Point{N: n, Throughput: s / float64(count[n])})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].N < out[j].N })
+	return out
 }
 
 func boundWarnings(f *Fit) []string {
