@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/report"
-	"github.com/ctprof/ctprof/internal/sample"
 )
 
 // PsOptions are the inputs of `ctprof ps`.
@@ -32,9 +32,12 @@ type processInfo struct {
 	Threads int    `json:"threads"`
 	// Established is the number of established TCP connections; -1 when
 	// the process's fds cannot be read.
-	Established int    `json:"established"`
-	JVM         bool   `json:"jvm"`
-	Cmdline     string `json:"cmdline"`
+	Established int  `json:"established"`
+	JVM         bool `json:"jvm"`
+	// JVMUnknown: ctprof may not read the process's memory maps (another
+	// user's process), so whether it is a JVM is unknown; JVM is false.
+	JVMUnknown bool   `json:"jvm_unknown,omitempty"`
+	Cmdline    string `json:"cmdline"`
 }
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdPs(io, nil) }) }
@@ -49,7 +52,9 @@ func NewCmdPs(io IO, runF func(*PsOptions) error) *cobra.Command {
 whether each is a JVM, most threads first, so you can find the pid to attach
 to. Single-threaded processes are left out unless --all is given. A "-" in
 the connections column means ctprof may not read that process's file
-descriptors (run as its user or root).`,
+descriptors, and a "?" in the JVM column that it may not read its memory
+maps (another user's process): run as its user or root. --java leaves those
+out and says how many there were.`,
 		Example: `  ctprof ps
   ctprof ps --java
   ctprof ps --format json | jq '.[0].pid'`,
@@ -107,11 +112,20 @@ func psRun(opts *PsOptions) error {
 	}
 	fs := procfs.NewFS(root)
 	rows := make([]processInfo, 0, len(procs))
+	uninspected := 0
 	for _, p := range procs {
 		if p.Threads < 2 && !opts.All {
 			continue
 		}
-		p.JVM = sample.IsJVM(root, p.PID)
+		jvm, err := fs.CheckJVM(p.PID)
+		if errors.Is(err, procfs.ErrProcessGone) {
+			continue
+		}
+		p.JVM = jvm
+		if errors.Is(err, procfs.ErrPermission) {
+			p.JVMUnknown = true
+			uninspected++
+		}
 		if opts.JavaOnly && !p.JVM {
 			continue
 		}
@@ -126,6 +140,14 @@ func psRun(opts *PsOptions) error {
 		}
 		return rows[i].PID < rows[j].PID
 	})
+	if uninspected > 0 {
+		// Said on stderr so that the listing (and its JSON) stays clean.
+		what := "processes"
+		if uninspected == 1 {
+			what = "process"
+		}
+		defer fmt.Fprintf(opts.IO.ErrOut, "ctprof: %d %s could not be inspected (JVM or not): they belong to other users; run as root or as their user\n", uninspected, what)
+	}
 	if opts.Format == "json" {
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetIndent("", "  ")
@@ -139,8 +161,11 @@ func psRun(opts *PsOptions) error {
 			conns = fmt.Sprint(r.Established)
 		}
 		jvm := ""
-		if r.JVM {
+		switch {
+		case r.JVM:
 			jvm = "yes"
+		case r.JVMUnknown:
+			jvm = "?"
 		}
 		cmdline := r.Cmdline
 		if cmdline == "" {

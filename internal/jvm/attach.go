@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,18 +33,63 @@ var ErrAttachFailed = errors.New("attach failed")
 // JDK's own client waits 10 s, and a loaded JVM can take most of that.
 const listenerTimeout = 10 * time.Second
 
-// socketPath is the attach socket as ctprof sees it: through the target's
-// root, so JVMs in containers and with a private /tmp work.
-func (i *Info) socketPath() string {
-	return i.fs.Path(strconv.Itoa(i.PID), "root", "tmp", ".java_pid"+strconv.Itoa(i.NSPID))
+// socketName is the attach socket's name in the JVM's /tmp.
+func (i *Info) socketName() string { return ".java_pid" + strconv.Itoa(i.NSPID) }
+
+// socketShown is the attach socket as messages name it: through the
+// target's root, so JVMs in containers and with a private /tmp work.
+func (i *Info) socketShown() string {
+	return i.fs.Path(strconv.Itoa(i.PID), "root", "tmp", i.socketName())
+}
+
+// openSocket opens the attach socket as an O_PATH descriptor inside the
+// JVM's root, following no link, and accepts it only when it is a socket
+// owned by the JVM's user: anyone else's file there could be a trap. The
+// caller connects to that descriptor (connectTarget), so the inode checked
+// is the inode connected to.
+func (i *Info) openSocket() (int, error) {
+	tmp, err := openTargetRootDir(i.fs, i.PID, "tmp")
+	if err != nil {
+		return -1, err
+	}
+	defer tmp.Close()
+	fd, st, err := tmp.lookup(i.socketName())
+	if err != nil {
+		return -1, err
+	}
+	if err := checkOwned(&st, i.socketShown(), unix.S_IFSOCK, "socket", i.UID); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// listenerRunning says whether the JVM's attach socket exists and passes
+// openSocket's checks.
+func (i *Info) listenerRunning() error {
+	fd, err := i.openSocket()
+	if err == nil {
+		unix.Close(fd)
+	}
+	return err
+}
+
+// DumpPossible says whether a thread dump can be asked for now: attach is
+// enabled, and either the listener already runs (its socket exists, as
+// with -XX:+StartAttachListener, even under -Xrs) or the JVM catches the
+// SIGQUIT that starts it.
+func (i *Info) DumpPossible() bool {
+	if !i.AttachSupported {
+		return false
+	}
+	return i.CatchesQuit || i.listenerRunning() == nil
 }
 
 // ensureListener starts the JVM's attach listener if it is not running:
 // only after checking that the JVM allows attach and catches SIGQUIT,
 // since SIGQUIT kills a process that does not catch it.
 func (i *Info) ensureListener(ctx context.Context) error {
-	sock := i.socketPath()
-	if err := i.checkSocket(sock); err == nil {
+	if err := i.listenerRunning(); err == nil {
 		return nil
 	}
 	if !i.AttachSupported {
@@ -58,15 +102,11 @@ func (i *Info) ensureListener(ctx context.Context) error {
 	if !ok {
 		return ErrNoQuitHandler
 	}
-	triggers, err := i.createTrigger()
+	triggers, err := i.createTriggers()
 	if err != nil {
-		return fmt.Errorf("%w: create the attach trigger file: %v", ErrAttachFailed, err)
+		return fmt.Errorf("%w: %v", ErrAttachFailed, err)
 	}
-	defer func() {
-		for _, t := range triggers {
-			os.Remove(t)
-		}
-	}()
+	defer triggers.remove()
 	if err := unix.Kill(i.PID, unix.SIGQUIT); err != nil {
 		if errors.Is(err, unix.ESRCH) {
 			return fmt.Errorf("pid %d: %w", i.PID, procfs.ErrProcessGone)
@@ -77,7 +117,8 @@ func (i *Info) ensureListener(ctx context.Context) error {
 	delay := 10 * time.Millisecond
 	resent := false
 	for {
-		if err := i.checkSocket(sock); err == nil {
+		lastErr := i.listenerRunning()
+		if lastErr == nil {
 			return nil
 		}
 		if !i.fs.Exists(i.PID) {
@@ -85,7 +126,10 @@ func (i *Info) ensureListener(ctx context.Context) error {
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return fmt.Errorf("%w: pid %d did not open %s within %s", ErrAttachFailed, i.PID, sock, listenerTimeout)
+			if errors.Is(lastErr, errUnsafeFile) {
+				return fmt.Errorf("%w: pid %d: %v", ErrAttachFailed, i.PID, lastErr)
+			}
+			return fmt.Errorf("%w: pid %d did not open %s within %s", ErrAttachFailed, i.PID, i.socketShown(), listenerTimeout)
 		}
 		if !resent && left < listenerTimeout/2 {
 			// As the JDK's client does: a second signal in case the first
@@ -102,57 +146,105 @@ func (i *Info) ensureListener(ctx context.Context) error {
 	}
 }
 
-// createTrigger creates .attach_pid<nspid> in the JVM's working directory
-// and in its /tmp. HotSpot looks in the working directory first and in /tmp
-// when it cannot stat the file there: a JVM running as another user may be
-// unable to enter a directory that root could write into, so both are made.
-func (i *Info) createTrigger() ([]string, error) {
-	name := ".attach_pid" + strconv.Itoa(i.NSPID)
-	var made []string
-	var firstErr error
-	for _, dir := range []string{i.fs.Path(strconv.Itoa(i.PID), "cwd"), i.fs.Path(strconv.Itoa(i.PID), "root", "tmp")} {
-		path := dir + "/" + name
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
-		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
-		}
-		f.Close()
-		made = append(made, path)
-	}
-	if len(made) == 0 {
-		return nil, firstErr
-	}
-	return made, nil
+// trigger is one .attach_pid file ctprof created, to be removed.
+type trigger struct {
+	dir  *targetDir
+	name string
+	st   unix.Stat_t
 }
 
-// checkSocket accepts the socket only when it is a socket owned by the
-// JVM's user: anyone else's file there could be a trap.
-func (i *Info) checkSocket(path string) error {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
+type triggers struct {
+	made     []trigger
+	uid, gid int
+}
+
+// remove removes the triggers ctprof created, and only those.
+func (t *triggers) remove() {
+	for _, m := range t.made {
+		_ = m.dir.removeIfSame(m.name, m.st, t.uid, t.gid)
+		m.dir.Close()
+	}
+}
+
+// createTriggers makes .attach_pid<nspid> available in the JVM's working
+// directory and in its /tmp. HotSpot looks in the working directory first
+// and in /tmp when it cannot stat the file there, and accepts a file owned
+// by its own user: the JVM may be unable to write its working directory,
+// so both are tried. Each is created as the JVM's user, exclusively and
+// without following a link. A regular file of the JVM's user already
+// there is used as it is and left in place; anything else (a link, a file
+// of another user) makes ctprof skip that location.
+func (i *Info) createTriggers() (*triggers, error) {
+	name := ".attach_pid" + strconv.Itoa(i.NSPID)
+	t := &triggers{uid: i.UID, gid: i.GID}
+	usable := 0
+	var reasons []string
+	for _, open := range []func() (*targetDir, error){
+		func() (*targetDir, error) { return openTargetCwd(i.fs, i.PID) },
+		func() (*targetDir, error) { return openTargetRootDir(i.fs, i.PID, "tmp") },
+	} {
+		dir, err := open()
+		if err != nil {
+			if errors.Is(err, procfs.ErrProcessGone) || errors.Is(err, ErrNoOpenat2) {
+				t.remove()
+				return nil, err
+			}
+			reasons = append(reasons, err.Error())
+			continue
+		}
+		st, err := dir.createExclusive(name, i.UID, i.GID)
+		if err == nil {
+			t.made = append(t.made, trigger{dir: dir, name: name, st: st})
+			usable++
+			continue
+		}
+		if errors.Is(err, unix.EEXIST) {
+			err = i.existingTrigger(dir, name)
+			if err == nil {
+				usable++
+			}
+		}
+		if err != nil {
+			reasons = append(reasons, err.Error())
+		}
+		dir.Close()
+	}
+	if usable == 0 {
+		return nil, fmt.Errorf("no usable place for the attach trigger file: %s", strings.Join(reasons, "; "))
+	}
+	return t, nil
+}
+
+// existingTrigger accepts a trigger file that is already there when it is
+// a regular file of the JVM's user.
+func (i *Info) existingTrigger(dir *targetDir, name string) error {
+	fd, st, err := dir.lookup(name)
+	if err != nil {
 		return err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-		return fmt.Errorf("%s is not a socket", path)
-	}
-	if int(st.Uid) != i.UID {
-		return fmt.Errorf("%s belongs to uid %d, not the JVM's uid %d", path, st.Uid, i.UID)
-	}
-	return nil
+	unix.Close(fd)
+	return checkOwned(&st, dir.shown+"/"+name, unix.S_IFREG, "regular file", i.UID)
 }
 
 // request sends one command and returns its output. The reply is read to
 // EOF with a deadline that moves forward while data arrives.
 func (i *Info) request(ctx context.Context, version int, cmd string, args ...string) ([]byte, error) {
-	conn, err := dialAs(ctx, i.socketPath(), i.UID, i.GID)
+	sock, err := i.openSocket()
+	if err != nil {
+		if errors.Is(err, procfs.ErrProcessGone) || !i.fs.Exists(i.PID) {
+			return nil, fmt.Errorf("pid %d: %w", i.PID, procfs.ErrProcessGone)
+		}
+		return nil, fmt.Errorf("%w: %v", ErrAttachFailed, err)
+	}
+	// Connect to the inode just checked, through its descriptor: the path
+	// is never looked up again.
+	conn, err := dialAs(ctx, "/proc/self/fd/"+strconv.Itoa(sock), i.UID, i.GID)
+	unix.Close(sock)
 	if err != nil {
 		if !i.fs.Exists(i.PID) {
 			return nil, fmt.Errorf("pid %d: %w", i.PID, procfs.ErrProcessGone)
 		}
-		return nil, fmt.Errorf("%w: %v", ErrAttachFailed, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrAttachFailed, i.socketShown(), err)
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })

@@ -8,57 +8,90 @@ import (
 	"os"
 	"runtime"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// dialAs connects to the JVM's attach socket with the JVM's effective user
-// and group when ctprof runs as root. HotSpot compares the peer credentials
-// of the connection with its own (JDK 8 rejects root; newer JDKs accept
-// it), and the credentials are taken at connect time. Only the one OS
-// thread that connects changes its credentials: Go's syscall.Setuid would
-// change every thread of the process.
-func dialAs(ctx context.Context, path string, uid, gid int) (net.Conn, error) {
+// asUser runs fn with the effective user, group and groups of the target
+// (uid, gid) when ctprof runs as root, so that what fn creates belongs to
+// the target's user and what fn may touch is what that user may touch.
+// HotSpot also compares the peer credentials of an attach connection with
+// its own (JDK 8 rejects root), taken at connect time. Only the one OS
+// thread that runs fn changes its credentials: Go's syscall.Setuid would
+// change every thread of the process. fn must not start goroutines that
+// rely on those credentials.
+func asUser(uid, gid int, fn func() error) error {
 	if os.Geteuid() != 0 || uid == 0 {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", path)
+		return fn()
 	}
-	type result struct {
-		conn net.Conn
-		err  error
-	}
-	ch := make(chan result, 1)
+	ch := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		conn, err, restored := connectWithCredentials(ctx, path, uid, gid)
+		err, restored := runWithCredentials(uid, gid, fn)
 		if restored {
 			runtime.UnlockOSThread()
 		}
 		// Otherwise the goroutine ends locked and the runtime retires the
 		// thread with its changed credentials.
-		ch <- result{conn, err}
+		ch <- err
 	}()
-	r := <-ch
-	return r.conn, r.err
+	return <-ch
 }
 
-// connectWithCredentials runs on a locked OS thread.
-func connectWithCredentials(ctx context.Context, path string, uid, gid int) (conn net.Conn, err error, restored bool) {
+// runWithCredentials runs on a locked OS thread. Raw setres[ug]id and
+// setgroups affect the calling thread only (the C library and Go broadcast
+// them to every thread; the kernel does not). The saved ids stay root, so
+// the change can be undone; while the effective uid is not 0 the thread
+// has no effective capabilities.
+func runWithCredentials(uid, gid int, fn func() error) (err error, restored bool) {
 	oldGID := unix.Getegid()
-	// Raw setres[ug]id affect the calling thread only (the C library and Go
-	// broadcast them to every thread; the kernel does not). The saved ids
-	// stay root, so the change can be undone.
+	oldGroups, err := unix.Getgroups()
+	if err != nil {
+		return fmt.Errorf("read the supplementary groups: %w", err), true
+	}
+	restore := func() bool {
+		_, _, e1 := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), 0, ^uintptr(0))
+		_, _, e2 := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), uintptr(oldGID), ^uintptr(0))
+		e3 := setThreadGroups(oldGroups)
+		return e1 == 0 && e2 == 0 && e3 == 0
+	}
+	if e := setThreadGroups([]int{gid}); e != 0 {
+		return fmt.Errorf("switch to groups [%d]: %w", gid, e), restore()
+	}
 	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), uintptr(gid), ^uintptr(0)); e != 0 {
-		return nil, fmt.Errorf("switch to group %d: %w", gid, e), true
+		return fmt.Errorf("switch to group %d: %w", gid, e), restore()
 	}
 	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(uid), ^uintptr(0)); e != 0 {
-		_, _, e2 := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), uintptr(oldGID), ^uintptr(0))
-		return nil, fmt.Errorf("switch to user %d: %w", uid, e), e2 == 0
+		return fmt.Errorf("switch to user %d: %w", uid, e), restore()
 	}
-	conn, err = connectUnix(ctx, path)
-	_, _, e1 := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), 0, ^uintptr(0))
-	_, _, e2 := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), uintptr(oldGID), ^uintptr(0))
-	return conn, err, e1 == 0 && e2 == 0
+	err = fn()
+	return err, restore()
+}
+
+func setThreadGroups(groups []int) unix.Errno {
+	gs := make([]uint32, len(groups))
+	for k, g := range groups {
+		gs[k] = uint32(g)
+	}
+	var p unsafe.Pointer
+	if len(gs) > 0 {
+		p = unsafe.Pointer(&gs[0])
+	}
+	_, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(gs)), uintptr(p), 0)
+	runtime.KeepAlive(gs)
+	return e
+}
+
+// dialAs connects to the UNIX socket at path as uid:gid (see asUser).
+func dialAs(ctx context.Context, path string, uid, gid int) (net.Conn, error) {
+	var conn net.Conn
+	err := asUser(uid, gid, func() error {
+		var err error
+		conn, err = connectUnix(ctx, path)
+		return err
+	})
+	return conn, err
 }
 
 // connectUnix connects a non-blocking UNIX socket on the calling thread,

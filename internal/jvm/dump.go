@@ -6,9 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ctprof/ctprof/internal/procfs"
 )
@@ -116,7 +117,8 @@ func (i *Info) attachDump(ctx context.Context, o DumpOptions) (*DumpResult, erro
 }
 
 // dumpToFile asks the JVM to write a JSON dump into its own /tmp, reads it
-// through /proc/<pid>/root and removes it.
+// through the safe opener (a regular file of the JVM's user, at most
+// maxReply bytes) and removes it through the same directory descriptor.
 func (i *Info) dumpToFile(ctx context.Context, v int) (*DumpResult, error) {
 	if i.Version > 0 && i.Version < 21 {
 		return nil, fmt.Errorf("Thread.dump_to_file needs JDK 21 or later; pid %d runs JDK %d", i.PID, i.Version)
@@ -124,17 +126,23 @@ func (i *Info) dumpToFile(ctx context.Context, v int) (*DumpResult, error) {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
 	name := "ctprof-threads-" + strconv.Itoa(i.NSPID) + "-" + hex.EncodeToString(nonce[:]) + ".json"
-	inTarget := "/tmp/" + name
-	seen := i.fs.Path(strconv.Itoa(i.PID), "root", "tmp", name)
-	defer os.Remove(seen)
+	tmp, err := openTargetRootDir(i.fs, i.PID, "tmp")
+	if err != nil {
+		return nil, err
+	}
+	defer tmp.Close()
 	cmd := "jcmd"
 	if v == 2 && i.streaming {
 		cmd += " streaming=0"
 	}
-	if _, err := i.request(ctx, v, cmd, "Thread.dump_to_file -format=json "+inTarget); err != nil {
+	if _, err := i.request(ctx, v, cmd, "Thread.dump_to_file -format=json /tmp/"+name); err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(seen)
+	b, st, err := tmp.readFile(name, i.UID, maxReply)
+	if st.Mode&unix.S_IFMT == unix.S_IFREG && int(st.Uid) == i.UID {
+		// The JVM's own file, even when too large to read.
+		_ = tmp.removeIfSame(name, st, i.UID, i.GID)
+	}
 	if err != nil {
 		if !i.fs.Exists(i.PID) {
 			return nil, fmt.Errorf("pid %d: %w", i.PID, procfs.ErrProcessGone)

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ctprof/ctprof/internal/procfs"
 )
@@ -21,9 +22,11 @@ var (
 	// ErrAttachDisabled: the JVM was started with
 	// -XX:+DisableAttachMechanism.
 	ErrAttachDisabled = errors.New("the JVM's attach mechanism is disabled (-XX:+DisableAttachMechanism)")
-	// ErrNoQuitHandler: the process does not catch SIGQUIT (-Xrs, or not a
-	// JVM after all): signalling it would kill it, so ctprof does not.
-	ErrNoQuitHandler = errors.New("the process does not catch SIGQUIT (-Xrs?); ctprof will not signal it")
+	// ErrNoQuitHandler: the attach listener is not running and the
+	// process does not catch SIGQUIT (-Xrs, or not a JVM after all):
+	// signalling it would kill it, so ctprof does not. (-Xrs JVMs open
+	// their attach socket at start; this is one whose socket was deleted.)
+	ErrNoQuitHandler = errors.New("the process does not catch SIGQUIT (-Xrs?) and has no attach socket open; ctprof will not signal it")
 )
 
 // Info describes a JVM found on this host.
@@ -47,7 +50,17 @@ type Info struct {
 	AttachSupported bool
 	CatchesQuit     bool
 
+	// NoPerfData says why the JVM's hsperfdata could not be read (it was
+	// started with -XX:+PerfDisableSharedMem or -XX:-UsePerfData, or the
+	// file was refused); empty when it was read. Attach needs no
+	// hsperfdata, so such a JVM is still dumped; its counters and the
+	// pause each dump caused are unknown.
+	NoPerfData string
+
 	fs procfs.FS
+	// perfName is the hsperfdata file below the JVM's /tmp; empty without
+	// one.
+	perfName string
 	// protocol caches the attach protocol version once probed (1 or 2);
 	// streaming says whether v2 offers the streaming option.
 	protocol  int
@@ -66,11 +79,15 @@ func Inspect(procRoot string, pid int) (*Info, error) {
 		return nil, err
 	}
 	info := &Info{PID: pid, NSPID: p.NSPID, UID: p.UID, GID: p.GID, fs: fs}
-	info.PerfDataPath, err = findPerfData(fs, pid, p.NSPID)
+	info.perfName, err = findPerfData(fs, pid, p.NSPID, p.UID)
 	if err != nil {
-		return nil, err
+		if !errors.Is(err, ErrNotJVM) || !hotSpotMapped(fs, pid) {
+			return nil, err
+		}
+		return inspectWithoutPerfData(info, p.Cmdline, err)
 	}
-	pd, err := readPerfDataFile(info.PerfDataPath)
+	info.PerfDataPath = fs.Path(strconv.Itoa(pid), "root", "tmp", info.perfName)
+	pd, err := info.ReadPerfData()
 	if err != nil {
 		return nil, fmt.Errorf("pid %d: %w", pid, err)
 	}
@@ -94,6 +111,77 @@ func Inspect(procRoot string, pid int) (*Info, error) {
 	return info, nil
 }
 
+// ErrNoPerfData is what ReadPerfData returns for a JVM without a readable
+// hsperfdata file.
+var ErrNoPerfData = errors.New("no hsperfdata")
+
+// hotSpotMapped reports whether pid has HotSpot's libjvm.so mapped (OpenJ9
+// ships a libjvm.so too, beside its libj9vm, and speaks another attach
+// protocol).
+func hotSpotMapped(fs procfs.FS, pid int) bool {
+	b, err := os.ReadFile(fs.Path(strconv.Itoa(pid), "maps"))
+	if err != nil {
+		return false
+	}
+	return bytes.Contains(b, []byte("/libjvm.so")) && !bytes.Contains(b, []byte("/libj9vm"))
+}
+
+// inspectWithoutPerfData describes a HotSpot JVM that has no hsperfdata
+// file (-XX:+PerfDisableSharedMem, -XX:-UsePerfData): the attach protocol
+// does not need it, as jcmd shows. What hsperfdata would have said comes
+// from the command line where it can: the main class, and whether attach
+// was disabled there (a flag set through JAVA_TOOL_OPTIONS or a flags file
+// is only found when attach is refused).
+func inspectWithoutPerfData(info *Info, cmdline string, why error) (*Info, error) {
+	args := strings.Fields(cmdline)
+	info.NoPerfData = "the JVM has no hsperfdata file"
+	for _, a := range args {
+		if a == "-XX:+PerfDisableSharedMem" || a == "-XX:-UsePerfData" {
+			info.NoPerfData += " (it runs with " + a + ")"
+			break
+		}
+	}
+	// A planted file was refused (findPerfData appends the reason): say
+	// which.
+	if msg, mark := why.Error(), ErrNotJVM.Error()+": "; strings.Contains(msg, mark) {
+		info.NoPerfData = "its hsperfdata file was refused: " + msg[strings.Index(msg, mark)+len(mark):]
+	}
+	info.AttachSupported = true
+	for _, a := range args {
+		if a == "-XX:+DisableAttachMechanism" {
+			info.AttachSupported = false
+		}
+	}
+	info.MainClass = mainClassOf(args)
+	var err error
+	if info.CatchesQuit, err = catchesQuit(info.fs, info.PID); err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// mainClassOf finds what a java command line runs: the argument of -jar
+// or -m/--module, or the first argument that is not an option (skipping
+// the values of options that take one).
+func mainClassOf(args []string) string {
+	withValue := map[string]bool{"-cp": true, "-classpath": true, "--class-path": true, "-p": true, "--module-path": true,
+		"--add-modules": true, "--add-opens": true, "--add-exports": true, "--add-reads": true, "--patch-module": true,
+		"--limit-modules": true, "--upgrade-module-path": true, "--enable-native-access": true}
+	for k := 1; k < len(args); k++ {
+		a := args[k]
+		switch {
+		case (a == "-jar" || a == "-m" || a == "--module") && k+1 < len(args):
+			return args[k+1]
+		case withValue[a]:
+			k++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
 // featureVersion reads "1.8" as 8 and "17" as 17.
 func featureVersion(spec string) int {
 	spec = strings.TrimPrefix(spec, "1.")
@@ -104,50 +192,75 @@ func featureVersion(spec string) int {
 	return n
 }
 
-// findPerfData locates /proc/<pid>/root/tmp/hsperfdata_<user>/<nspid>. The
-// user directory is named after the JVM's user as its own /etc/passwd
-// knows it; scanning the hsperfdata_* directories avoids reading that.
-func findPerfData(fs procfs.FS, pid, nspid int) (string, error) {
-	tmp := fs.Path(strconv.Itoa(pid), "root", "tmp")
-	dirs, err := filepath.Glob(filepath.Join(tmp, "hsperfdata_*"))
+// findPerfData locates <root>/tmp/hsperfdata_<user>/<nspid> and returns
+// its name below the JVM's /tmp. The user directory is named after the
+// JVM's user as its own /etc/passwd knows it; scanning the hsperfdata_*
+// directories avoids reading that. The file must be a regular file of the
+// JVM's user reached without a link (HotSpot refuses linked directories
+// too): a link or a FIFO planted there is neither followed nor opened.
+func findPerfData(fs procfs.FS, pid, nspid, uid int) (string, error) {
+	tmp, err := openTargetRootDir(fs, pid, "tmp")
 	if err != nil {
 		return "", err
 	}
-	for _, d := range dirs {
-		path := filepath.Join(d, strconv.Itoa(nspid))
-		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
-			return path, nil
+	defer tmp.Close()
+	names, err := tmp.readDirNames()
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(names)
+	var refused error
+	for _, d := range names {
+		if !strings.HasPrefix(d, "hsperfdata_") {
+			continue
 		}
+		name := d + "/" + strconv.Itoa(nspid)
+		fd, st, err := tmp.lookup(name)
+		if err != nil {
+			if errors.Is(err, errUnsafeFile) && refused == nil {
+				refused = err
+			}
+			continue
+		}
+		unix.Close(fd)
+		if err := checkOwned(&st, tmp.shown+"/"+name, unix.S_IFREG, "regular file", uid); err != nil {
+			if refused == nil {
+				refused = err
+			}
+			continue
+		}
+		return name, nil
 	}
 	if !fs.Exists(pid) {
 		return "", fmt.Errorf("pid %d: %w", pid, procfs.ErrProcessGone)
 	}
+	if refused != nil {
+		return "", fmt.Errorf("pid %d: %w: %w", pid, ErrNotJVM, refused)
+	}
 	return "", fmt.Errorf("pid %d: %w", pid, ErrNotJVM)
 }
 
-// readPerfDataFile reads and parses an hsperfdata file.
-func readPerfDataFile(path string) (*PerfData, error) {
-	f, err := os.Open(path)
+// readPerfDataFile reads and parses the JVM's hsperfdata file, name below
+// its /tmp, through the safe opener.
+func readPerfDataFile(fs procfs.FS, pid int, name string, uid int) (*PerfData, error) {
+	tmp, err := openTargetRootDir(fs, pid, "tmp")
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, err
 	}
-	defer f.Close()
-	// Sized from the file (its size is fixed when the JVM starts), so a
-	// read every tick is one allocation.
-	size := int64(64 << 10)
-	if st, err := f.Stat(); err == nil && st.Size() > 0 {
-		size = min(st.Size(), maxPerfData)
+	defer tmp.Close()
+	b, _, err := tmp.readFile(name, uid, maxPerfData)
+	if err != nil {
+		return nil, err
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
-	if _, err := buf.ReadFrom(io.LimitReader(f, maxPerfData)); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return ParsePerfData(buf.Bytes())
+	return ParsePerfData(b)
 }
 
 // ReadPerfData reads the JVM's hsperfdata now.
 func (i *Info) ReadPerfData() (*PerfData, error) {
-	return readPerfDataFile(i.PerfDataPath)
+	if i.perfName == "" {
+		return nil, fmt.Errorf("pid %d: %w: %s", i.PID, ErrNoPerfData, i.NoPerfData)
+	}
+	return readPerfDataFile(i.fs, i.PID, i.perfName, i.UID)
 }
 
 // catchesQuit reads SigCgt from /proc/<pid>/status: bit 3 is SIGQUIT.

@@ -10,35 +10,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 )
 
 // ErrNoJcmd means no jcmd tool could be found for the fallback.
-var ErrNoJcmd = errors.New("no jcmd found (neither on PATH nor in the target's JDK)")
+var ErrNoJcmd = errors.New("no jcmd on ctprof's PATH (ctprof never runs a jcmd found in the target's own JDK)")
 
-// findJcmd looks on PATH, then in the target's own JDK seen through its
-// root (which works when ctprof and the target share libraries).
-func findJcmd(i *Info) (string, error) {
-	if p, err := exec.LookPath("jcmd"); err == nil {
-		return p, nil
+// findJcmd looks on ctprof's PATH only. The target's own JDK, seen through
+// /proc/<pid>/root, is writable by whoever owns the target: running a
+// binary from there as root would hand that user root.
+func findJcmd() (string, error) {
+	p, err := exec.LookPath("jcmd")
+	if err != nil {
+		return "", ErrNoJcmd
 	}
-	if i.JavaHome != "" {
-		for _, rel := range []string{"bin/jcmd", "../bin/jcmd"} {
-			p := filepath.Join(i.fs.Path(strconv.Itoa(i.PID), "root"), i.JavaHome, rel)
-			if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
-				return p, nil
-			}
-		}
-	}
-	return "", ErrNoJcmd
+	return p, nil
 }
 
 // jcmdDump runs `jcmd <pid> Thread.print [-l]`.
 func jcmdDump(ctx context.Context, i *Info, o DumpOptions) (*DumpResult, error) {
-	tool, err := findJcmd(i)
+	tool, err := findJcmd()
 	if err != nil {
 		return nil, err
 	}

@@ -173,7 +173,7 @@ func TestAttachSocketDeleted(t *testing.T) {
 			info := inspect(t, p.PID)
 			_, err := ThreadDump(context.Background(), info, DumpOptions{})
 			require.NoError(t, err)
-			sock := info.socketPath()
+			sock := info.socketShown()
 			require.FileExists(t, sock)
 			require.NoError(t, os.Remove(sock))
 

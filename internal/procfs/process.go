@@ -93,11 +93,20 @@ func CountCPUs(list string) int {
 }
 
 // IsJVM reports whether pid runs a HotSpot or OpenJ9 JVM: its maps hold
-// libjvm.so (or libj9vm for OpenJ9). Unreadable maps say no.
+// libjvm.so (or libj9vm for OpenJ9). Unreadable maps say no; CheckJVM
+// tells "no" from "cannot tell".
 func (f FS) IsJVM(pid int) bool {
+	ok, _ := f.CheckJVM(pid)
+	return ok
+}
+
+// CheckJVM is IsJVM with the reason it could not tell: ErrPermission when
+// ctprof may not read the process's maps (another user's process, and
+// ctprof not root), ErrProcessGone when it exited.
+func (f FS) CheckJVM(pid int) (bool, error) {
 	b, err := f.readFile(f.pidPath(pid, "maps"))
 	if err != nil {
-		return false
+		return false, err
 	}
-	return bytes.Contains(b, []byte("/libjvm.so")) || bytes.Contains(b, []byte("/libj9vm"))
+	return bytes.Contains(b, []byte("/libjvm.so")) || bytes.Contains(b, []byte("/libj9vm")), nil
 }

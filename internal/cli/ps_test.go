@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/testjvm"
+)
+
+// psHelperEnv makes TestPsHelperProcess run `ctprof ps` with the arguments
+// it holds (split on spaces) and print stdout, a NUL, then stderr.
+const psHelperEnv = "CTPROF_PS_HELPER_ARGS"
+
+// TestPsHelperProcess is not a test: TestPsOtherUsersJVM runs this test
+// binary as another user to run `ctprof ps` there.
+func TestPsHelperProcess(t *testing.T) {
+	args := os.Getenv(psHelperEnv)
+	if args == "" {
+		return
+	}
+	code, out, errOut := run(t, "", strings.Fields(args)...)
+	os.Stdout.WriteString(out + "\x00" + errOut)
+	os.Exit(code)
+}
+
+// psAs runs `ctprof ps args...` as uid:gid through a copy of this test
+// binary that the user may execute.
+func psAs(t *testing.T, uid, gid uint32, args ...string) (stdout, stderr string) {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	for d := dir; d != os.TempDir() && d != "/" && d != "."; d = filepath.Dir(d) {
+		require.NoError(t, os.Chmod(d, 0o755))
+	}
+	bin := filepath.Join(dir, "cli.test")
+	src, err := os.Open(self)
+	require.NoError(t, err)
+	defer src.Close()
+	dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
+	require.NoError(t, err)
+	_, err = io.Copy(dst, src)
+	require.NoError(t, err)
+	require.NoError(t, dst.Close())
+
+	cmd := exec.Command(bin, "-test.run=^TestPsHelperProcess$")
+	cmd.Dir = dir
+	cmd.Env = []string{psHelperEnv + "=" + strings.Join(args, " "), "PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
+	var errBuf bytes.Buffer
+	cmd.Stderr = &errBuf
+	out, err := cmd.Output()
+	require.NoError(t, err, "ps as uid %d: %s", uid, errBuf.String())
+	parts := strings.SplitN(string(out), "\x00", 2)
+	require.Len(t, parts, 2, "helper output: %q", out)
+	return parts[0], parts[1]
+}
+
+// Run as a user who may not read a JVM's memory maps, `ctprof ps` must not
+// call that JVM "native": it says it could not tell, and why.
+func TestPsOtherUsersJVM(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatalf("this test runs ctprof as another user and needs root (CI runs as root)")
+	}
+	p := testjvm.Start(t, testjvm.JDK17(t), "SyncSingleton", "2")
+	row := func(out string) map[string]any {
+		var rows []map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
+		for _, r := range rows {
+			if r["pid"] == float64(p.PID) {
+				return r
+			}
+		}
+		return nil
+	}
+
+	out, errOut := psAs(t, 65534, 65534, "ps", "--format", "json")
+	r := row(out)
+	require.NotNil(t, r, "the JVM is listed")
+	assert.Equal(t, false, r["jvm"])
+	assert.Equal(t, true, r["jvm_unknown"])
+	assert.Regexp(t, `ctprof: \d+ process(es)? could not be inspected \(JVM or not\): they belong to other users; run as root or as their user`, errOut)
+
+	out, errOut = psAs(t, 65534, 65534, "ps")
+	line := ""
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 3 && f[0] == strconv.Itoa(p.PID) {
+			line = l
+		}
+	}
+	require.NotEmpty(t, line, out)
+	assert.Equal(t, "?", strings.Fields(line)[3], "JVM column: %q", line)
+	assert.Contains(t, errOut, "could not be inspected")
+
+	out, errOut = psAs(t, 65534, 65534, "ps", "--java", "--format", "json")
+	assert.Nil(t, row(out), "--java lists known JVMs only")
+	assert.Contains(t, errOut, "could not be inspected", "but says some could not be told")
+
+	// As root the same JVM is a JVM, and nothing is said about it.
+	code, out, _ := run(t, "", "ps", "--format", "json")
+	require.Equal(t, 0, code)
+	r = row(out)
+	require.NotNil(t, r)
+	assert.Equal(t, true, r["jvm"])
+	assert.Nil(t, r["jvm_unknown"])
+}
