@@ -81,10 +81,10 @@ func NewCmdAnalyze(io IO, runF func(*AnalyzeOptions) error) *cobra.Command {
 			if err := checkFormat(opts.Format); err != nil {
 				return err
 			}
-			if opts.Top < 0 {
-				return usageErrorf("--top must be positive")
+			if err := checkTop(opts.Top); err != nil {
+				return err
 			}
-			if err := opts.Out.check(); err != nil {
+			if err := opts.Out.check(opts.Files, ""); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -111,22 +111,22 @@ func checkFormat(f string) error {
 	return usageErrorf("unknown --format %q: use text, json or folded", f)
 }
 
-// analyzeRun parses every file, feeds every dump to one Aggregator, and
-// writes its summary. A file that cannot be read is reported and skipped;
-// the others are still analyzed, and the exit code says something failed.
+// analyzeRun streams every file through one Aggregator, dump by dump, so
+// that no file's dumps are all held at once, and writes its summary. A file
+// that cannot be read is reported and skipped (a file that fails part way
+// keeps the dumps read before the failure); the others are still analyzed,
+// and the exit code says something failed.
 func analyzeRun(opts *AnalyzeOptions) error {
 	agg := analysis.New()
 	var failed []error
+	var partial []bool
 	dumps := 0
 	for _, name := range opts.Files {
-		ds, err := readDumps(opts.IO.In, name)
+		n, err := readDumps(opts.IO.In, name, agg)
+		dumps += n
 		if err != nil {
 			failed = append(failed, err)
-			continue
-		}
-		for _, d := range ds {
-			agg.Add(&sample.Snapshot{Time: d.Time, Source: name, Dump: d})
-			dumps++
+			partial = append(partial, n > 0)
 		}
 	}
 	if dumps == 0 {
@@ -151,8 +151,12 @@ func analyzeRun(opts *AnalyzeOptions) error {
 	if err := opts.Out.write(opts.IO.ErrOut, agg, read); err != nil {
 		return err
 	}
-	for _, e := range failed {
-		fmt.Fprintf(opts.IO.ErrOut, "ctprof: %v (skipped; the summary covers the other files)\n", e)
+	for i, e := range failed {
+		if partial[i] {
+			fmt.Fprintf(opts.IO.ErrOut, "ctprof: %v (the summary covers the dumps read before it)\n", e)
+		} else {
+			fmt.Fprintf(opts.IO.ErrOut, "ctprof: %v (skipped; the summary covers the other files)\n", e)
+		}
 	}
 	if len(failed) > 0 {
 		return silentError{code: ExitFailure}
@@ -160,27 +164,48 @@ func analyzeRun(opts *AnalyzeOptions) error {
 	return nil
 }
 
-func readDumps(stdin io.Reader, name string) ([]*threaddump.Dump, error) {
+// readDumps streams the dumps of one file into agg and returns how many it
+// added. The reader's own warnings (skipped lines, a cut gzip stream) go to
+// the summary's warnings, as the dumps' warnings do.
+func readDumps(stdin io.Reader, name string, agg *analysis.Aggregator) (int, error) {
 	var r io.Reader
+	src := name // the dumps' source, as the user named it
 	if name == "-" {
 		r = stdin
 		name = "standard input"
 	} else {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, fmt.Errorf("open dump: %w", err)
+			return 0, fmt.Errorf("open dump: %w", err)
 		}
 		defer f.Close()
 		if st, err := f.Stat(); err == nil && st.IsDir() {
-			return nil, fmt.Errorf("%s is a directory, not a dump file", name)
+			return 0, fmt.Errorf("%s is a directory, not a dump file", name)
 		}
 		r = f
 	}
-	ds, err := threaddump.Parse(r)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	dr := threaddump.NewReader(r)
+	n := 0
+	var err error
+	for {
+		var d *threaddump.Dump
+		d, err = dr.Next()
+		if err != nil {
+			break
+		}
+		agg.Add(&sample.Snapshot{Time: d.Time, Source: src, Dump: d})
+		n++
 	}
-	return ds, nil
+	for _, w := range dr.Warnings() {
+		agg.AddWarning(name + ": " + w)
+	}
+	if err == io.EOF {
+		return n, nil
+	}
+	if n > 0 {
+		return n, fmt.Errorf("%s: %w (after %d dumps)", name, err, n)
+	}
+	return 0, fmt.Errorf("%s: %w", name, err)
 }
 
 func writeSummary(w io.Writer, agg *analysis.Aggregator, format string, top int) error {

@@ -79,8 +79,10 @@ a thread is blocked in (so futex hotspots) needs ptrace rights over it
 (CAP_SYS_PTRACE under Yama ptrace_scope 1 or more): ctprof reads what it can
 and says in the summary what was missing.
 
-On a terminal a status line shows progress; Ctrl-C stops sampling and still
-prints the summary of everything seen.
+On a terminal a status line shows progress; Ctrl-C (or SIGTERM, or SIGHUP
+when the terminal closes) stops sampling and still prints the summary of
+everything seen. --name never matches ctprof itself or the processes that
+started it (a shell, sudo, timeout), whose command lines hold the pattern.
 
 With --listen ADDR ctprof also serves Prometheus metrics of the run at
 http://ADDR/metrics while it samples (see docs/prometheus.md; ctprof serve
@@ -134,15 +136,28 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 				return usageErrorf("--format folded needs thread dumps; attach prints text or json")
 			}
 			if opts.Interval < 10*time.Millisecond {
-				return usageErrorf("--interval must be at least 10ms")
+				return usageErrorf("--interval must be at least 10ms, not %s", opts.Interval)
 			}
 			if err := opts.JVM.validate(); err != nil {
 				return err
 			}
-			if opts.Duration < 0 || opts.Count < 0 || opts.Port < 0 || opts.Port > 65535 {
-				return usageErrorf("--duration, --count and --port must not be negative (port at most 65535)")
+			switch {
+			case opts.Duration < 0:
+				return usageErrorf("--duration must not be negative (0: until Ctrl-C or the target exits), not %s", opts.Duration)
+			case opts.Count < 0:
+				return usageErrorf("--count must not be negative (0: no limit), not %d", opts.Count)
+			case opts.Port < 0 || opts.Port > 65535:
+				return usageErrorf("--port must be between 0 and 65535, not %d", opts.Port)
 			}
-			if err := opts.Out.check(); err != nil {
+			if err := checkTop(opts.Top); err != nil {
+				return err
+			}
+			if opts.Listen != "" {
+				if err := checkListen(opts.Listen); err != nil {
+					return err
+				}
+			}
+			if err := opts.Out.check(nil, opts.Record); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -193,8 +208,10 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 		}
 		return err
 	}
-	// Ctrl-C ends sampling; the summary of what was seen still prints.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	// Ctrl-C, SIGTERM and SIGHUP (the terminal or ssh session closed, a
+	// nohup-less background run) end sampling alike: the summary and the
+	// files of what was seen are still written.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
 	if opts.WebConfigFile != "" && opts.Listen == "" {
@@ -238,6 +255,9 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 	t := s.Target()
 	fmt.Fprintf(opts.IO.ErrOut, "ctprof: sampling pid %d (%s, %s) every %s; Ctrl-C stops and prints the summary\n",
 		t.PID, report.Terminal(t.Name), t.Kind, opts.Interval)
+	for _, n := range s.Notes() {
+		fmt.Fprintf(opts.IO.ErrOut, "ctprof: %s\n", report.Terminal(n))
+	}
 	reason, runErr := s.Run(ctx, func(snap *sample.Snapshot) {
 		agg.Add(snap)
 		n++
@@ -270,10 +290,11 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 	case sample.StopInterrupted:
 		fmt.Fprintf(opts.IO.ErrOut, "ctprof: interrupted after %d samples\n", n)
 	}
-	if err := writeSummary(opts.IO.Out, agg, opts.Format, opts.Top); err != nil {
-		return err
-	}
-	if err := opts.Out.write(opts.IO.ErrOut, agg, nil); err != nil {
+	// The files do not depend on the summary reaching standard output:
+	// after a hangup the terminal may be gone, and the HTML report is then
+	// the only result of the run.
+	sumErr := writeSummary(opts.IO.Out, agg, opts.Format, opts.Top)
+	if err := errors.Join(sumErr, opts.Out.write(opts.IO.ErrOut, agg, nil)); err != nil {
 		return err
 	}
 	if rec != nil && recErr == nil {
@@ -325,10 +346,13 @@ func findByName(root, expr string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	self := os.Getpid()
+	// ctprof's own command line holds the pattern, and so do those of
+	// whatever started it (sudo, runuser, timeout, a shell's -c): none of
+	// them is ever the target.
+	self := selfAndAncestors(root)
 	var matches []processInfo
 	for _, p := range procs {
-		if p.PID == self {
+		if self[p.PID] {
 			continue
 		}
 		if re.MatchString(p.Name) || re.MatchString(p.Cmdline) {
@@ -350,4 +374,35 @@ func findByName(root, expr string) (int, error) {
 		lines = append(lines, fmt.Sprintf("  %d %s", m.PID, report.Terminal(m.Name)))
 	}
 	return 0, fmt.Errorf("--name %q matches %d processes; give a PID or a narrower pattern:\n%s", expr, len(matches), strings.Join(lines, "\n"))
+}
+
+// selfAndAncestors is ctprof's pid and those of its parent chain up to the
+// first process whose parent is outside the pid namespace (0), read from
+// <root>/<pid>/stat. A parent that cannot be read ends the chain.
+func selfAndAncestors(root string) map[int]bool {
+	pids := map[int]bool{}
+	for pid := os.Getpid(); pid > 0 && !pids[pid]; {
+		pids[pid] = true
+		b, err := os.ReadFile(root + "/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			break
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses,
+		// so parse after the last ')'.
+		rest := string(b)
+		i := strings.LastIndexByte(rest, ')')
+		if i < 0 {
+			break
+		}
+		fields := strings.Fields(rest[i+1:])
+		if len(fields) < 2 {
+			break
+		}
+		ppid, err := strconv.Atoi(fields[1])
+		if err != nil {
+			break
+		}
+		pid = ppid
+	}
+	return pids
 }

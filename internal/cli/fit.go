@@ -96,7 +96,7 @@ func NewCmdFit(io IO, runF func(*FitOptions) error) *cobra.Command {
 			if opts.Format != "text" && opts.Format != "json" {
 				return usageErrorf("unknown --format %q: use text or json", opts.Format)
 			}
-			if err := (&outputFiles{HTML: opts.HTML}).check(); err != nil {
+			if err := (&outputFiles{HTML: opts.HTML}).check([]string{opts.File}, ""); err != nil {
 				return err
 			}
 			if runF != nil {

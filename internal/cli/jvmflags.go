@@ -21,7 +21,7 @@ type jvmFlags struct {
 func (j *jvmFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&j.NoDumps, "no-dumps", false, "JVMs: sample through /proc and hsperfdata only, no thread dumps")
 	f.DurationVar(&j.DumpInterval, "dump-interval", 0, "JVMs: shortest time between thread dumps (0: every sample, within --pause-budget)")
-	f.Float64Var(&j.PauseBudget, "pause-budget", 0.5, "JVMs: largest share of the JVM's time, in percent, that ctprof's dumps may stop it for")
+	f.Float64Var(&j.PauseBudget, "pause-budget", 0.5, "JVMs: largest share of the JVM's time, in percent (above 0, below 100), that ctprof's dumps may stop it for")
 	f.StringVar(&j.DumpMode, "dump-mode", "print", "JVMs: print (Thread.print, joined with OS threads) or file (Thread.dump_to_file, JDK 21+)")
 	f.BoolVar(&j.Locks, "locks", false, "JVMs: include owners of java.util.concurrent locks (-l; scans the heap at the safepoint)")
 }
@@ -30,11 +30,13 @@ func (j *jvmFlags) validate() error {
 	if j.DumpMode != "print" && j.DumpMode != "file" {
 		return usageErrorf("--dump-mode must be print or file, not %q", j.DumpMode)
 	}
-	if j.PauseBudget <= 0 || j.PauseBudget > 100 {
-		return usageErrorf("--pause-budget is a percentage between 0 and 100")
+	// Written so NaN fails too: every comparison with NaN is false, and a
+	// NaN budget would switch the pause limit off.
+	if !(j.PauseBudget > 0 && j.PauseBudget < 100) {
+		return usageErrorf("--pause-budget is a percentage above 0 and below 100, not %v", j.PauseBudget)
 	}
 	if j.DumpInterval < 0 {
-		return usageErrorf("--dump-interval must not be negative")
+		return usageErrorf("--dump-interval must not be negative (0: every sample, within --pause-budget), not %s", j.DumpInterval)
 	}
 	return nil
 }

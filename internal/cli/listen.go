@@ -19,11 +19,23 @@ func startMetrics(ctx context.Context, io IO, addr, webConfig string, top int) (
 		return nil, nil, listenHint(err)
 	}
 	where := "http://" + srv.Addr() + "/metrics"
-	if webConfig != "" {
-		where = srv.Addr() + "/metrics (TLS and auth per " + webConfig + ")"
+	if srv.TLS() {
+		where = "https://" + srv.Addr() + "/metrics (TLS and auth per " + webConfig + ")"
+	} else if webConfig != "" {
+		where += " (plain HTTP; auth per " + webConfig + ")"
 	}
 	fmt.Fprintf(io.ErrOut, "ctprof: serving metrics on %s\n", where)
 	ch := make(chan error, 1)
 	go func() { ch <- srv.Serve(ctx) }()
 	return srv, ch, nil
+}
+
+// checkListen refuses a malformed --listen (a typo such as "abc") as a
+// usage error before any work; a well-formed address that cannot be bound
+// (a port in use) fails later, when it is bound, as a run failure.
+func checkListen(addr string) error {
+	if err := metrics.CheckAddr(addr); err != nil {
+		return usageErrorf("--listen: %v", err)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -36,7 +37,9 @@ const outputFlagsHelp = `Files besides the summary (any combination):
                      (the thread name with digits as N, its pool)
   --folded FILE      collapsed stacks, root first (flamegraph.pl, inferno)
   --speedscope FILE  a speedscope profile (all threads, blocked threads)
-Each is written whole or not at all (a temporary file renamed into place).`
+Each is written whole or not at all (a temporary file renamed into place).
+None may be an input, the recording or another output, under any name (a
+run that would replace one is refused with exit code 2 before any work).`
 
 func (o *outputFiles) register(f *pflag.FlagSet) {
 	f.StringVar(&o.HTML, "html", "", "write a self-contained HTML report to this file")
@@ -56,23 +59,51 @@ func (o *outputFiles) list() [][2]string {
 	return l
 }
 
-// check runs before any work: two outputs on one path, or a directory that
+// check runs before any work: an output that would replace one of the
+// inputs or the recording, two outputs on one path, or a directory that
 // cannot take the file, should stop an hour-long attach at its start, not
-// at its end.
-func (o *outputFiles) check() error {
-	seen := map[string]string{}
+// at its end (and never destroy the dump or recording being read).
+// inputs are the files the run reads ("-" is standard input, not a file);
+// recording is the file attach --record appends to ("" for none).
+func (o *outputFiles) check(inputs []string, recording string) error {
+	type claim struct{ what, path string }
+	seen := map[fileKey]claim{}
+	for _, in := range inputs {
+		if in == "-" || in == "" {
+			continue
+		}
+		k, err := keyOf(in)
+		if err != nil {
+			return usageErrorf("input %q: %v", in, err)
+		}
+		seen[k] = claim{"input", in}
+	}
+	if recording != "" {
+		k, err := keyOf(recording)
+		if err != nil {
+			return usageErrorf("recording path %q: %v", recording, err)
+		}
+		if prev, ok := seen[k]; ok {
+			return usageErrorf("the recording %s is the %s %s: choose another --record file", recording, prev.what, prev.path)
+		}
+		seen[k] = claim{"recording", recording}
+	}
 	for _, x := range o.list() {
-		abs, err := filepath.Abs(x[1])
+		k, err := keyOf(x[1])
 		if err != nil {
 			return usageErrorf("%s path %q: %v", x[0], x[1], err)
 		}
-		if prev, ok := seen[abs]; ok {
-			return usageErrorf("the %s and the %s would both be written to %s", prev, x[0], x[1])
+		if prev, ok := seen[k]; ok {
+			if prev.what == "input" || prev.what == "recording" {
+				return usageErrorf("the %s would replace the %s %s: choose another file", x[0], prev.what, prev.path)
+			}
+			return usageErrorf("the %s and the %s would both be written to %s", prev.what, x[0], x[1])
 		}
-		seen[abs] = x[0]
+		seen[k] = claim{x[0], x[1]}
 		if st, err := os.Stat(x[1]); err == nil && st.IsDir() {
 			return fmt.Errorf("cannot write the %s to %s: it is a directory", x[0], x[1])
 		}
+		abs, _ := filepath.Abs(x[1]) // keyOf succeeded, so this does
 		probe, err := os.CreateTemp(filepath.Dir(abs), ".ctprof-probe-*")
 		if err != nil {
 			return fmt.Errorf("cannot write the %s to %s: %w", x[0], x[1], err)
@@ -81,6 +112,32 @@ func (o *outputFiles) check() error {
 		os.Remove(probe.Name())
 	}
 	return nil
+}
+
+// fileKey names a file the way the kernel does: by device and inode when
+// it exists, so ./a, a, a hard link to a and a symlink to a are one file;
+// by its cleaned absolute path when it does not exist yet.
+type fileKey struct {
+	dev, ino uint64
+	path     string
+}
+
+func keyOf(path string) (fileKey, error) {
+	if st, err := os.Stat(path); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			return fileKey{dev: uint64(sys.Dev), ino: sys.Ino}, nil
+		}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fileKey{}, err
+	}
+	// A new file in a directory reached through a symlink is still one
+	// path: resolve what exists of it.
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(dir, filepath.Base(abs))
+	}
+	return fileKey{path: abs}, nil
 }
 
 // write writes every requested file from the Aggregator. One that fails

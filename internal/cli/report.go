@@ -59,7 +59,10 @@ func NewCmdReport(io IO, runF func(*ReportOptions) error) *cobra.Command {
 			if opts.Format != "text" && opts.Format != "json" {
 				return usageErrorf("unknown --format %q: use text or json", opts.Format)
 			}
-			if err := opts.Out.check(); err != nil {
+			if err := checkTop(opts.Top); err != nil {
+				return err
+			}
+			if err := opts.Out.check([]string{opts.File}, ""); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -96,8 +99,12 @@ func reportRun(opts *ReportOptions) error {
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "ctprof: replaying %s: pid %d (%s, %s), recorded by ctprof %s from %s, %d samples\n",
 		opts.File, h.Target.PID, report.Terminal(h.Target.Name), h.Target.Kind, report.Terminal(h.Version), h.Start.Format("2006-01-02 15:04:05"), n)
+	// Damage is reported in the summary itself (text, JSON and HTML), not
+	// only here: a partially damaged recording still exits 0, and the
+	// warning is what says the summary covers fewer samples.
 	for _, w := range r.Warnings() {
 		fmt.Fprintf(opts.IO.ErrOut, "ctprof: warning: %s\n", w)
+		agg.AddWarning(opts.File + ": " + w)
 	}
 	if n == 0 {
 		return fmt.Errorf("%s holds no samples", opts.File)

@@ -159,3 +159,12 @@ func isCobraUsageError(msg string) bool {
 	}
 	return false
 }
+
+// checkTop refuses a --top that would print or export no rows: 0 and
+// negatives are a mistake, not a request for the default.
+func checkTop(top int) error {
+	if top < 1 {
+		return usageErrorf("--top must be at least 1, not %d", top)
+	}
+	return nil
+}

@@ -104,7 +104,7 @@ func NewCmdScale(io IO, runF func(*ScaleOptions) error) *cobra.Command {
 			if err := opts.JVM.validate(); err != nil {
 				return err
 			}
-			if err := (&outputFiles{HTML: opts.HTML}).check(); err != nil {
+			if err := (&outputFiles{HTML: opts.HTML}).check(nil, ""); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -177,7 +177,7 @@ func scaleRun(ctx context.Context, opts *ScaleOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	cpus, err := scale.AllowedCPUs()
 	if err != nil {

@@ -123,8 +123,12 @@ func NewCmdServe(io IO, runF func(*ServeOptions) error) *cobra.Command {
 				return usageErrorf("--discovery-interval must be at least 100ms")
 			case opts.Port < 0 || opts.Port > 65535:
 				return usageErrorf("--port must be between 0 and 65535")
-			case opts.Top < 1:
-				return usageErrorf("--top must be at least 1")
+			}
+			if err := checkTop(opts.Top); err != nil {
+				return err
+			}
+			if err := checkListen(opts.Listen); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(opts)
@@ -161,8 +165,9 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 			return usageErrorf("--name: %v", err)
 		}
 	}
-	// Ctrl-C (or the service manager's SIGTERM) stops cleanly.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	// Ctrl-C, the service manager's SIGTERM, or SIGHUP (a closed terminal)
+	// stop cleanly.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -205,6 +210,8 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 // listenHint adds what to do about a port in use or a privileged port.
 func listenHint(err error) error {
 	switch {
+	case errors.Is(err, metrics.ErrAddress):
+		return usageErrorf("--listen: %v", err)
 	case errors.Is(err, syscall.EADDRINUSE):
 		return fmt.Errorf("%w; choose another with --listen", err)
 	case errors.Is(err, syscall.EACCES):
@@ -222,7 +229,9 @@ type serveTargets struct {
 	re     *regexp.Regexp
 	srv    *metrics.Server
 	errOut io.Writer
-	self   int
+	// self is ctprof and its ancestors (the shell, sudo, timeout that
+	// started it): their command lines hold the --name pattern itself.
+	self map[int]bool
 
 	explicit map[int]bool
 	running  map[int]context.CancelFunc
@@ -254,7 +263,7 @@ type targetExit struct {
 
 func newServeTargets(opts *ServeOptions, fs procfs.FS, re *regexp.Regexp, srv *metrics.Server) *serveTargets {
 	ts := &serveTargets{
-		opts: opts, fs: fs, re: re, srv: srv, errOut: opts.IO.ErrOut, self: os.Getpid(),
+		opts: opts, fs: fs, re: re, srv: srv, errOut: opts.IO.ErrOut, self: selfAndAncestors(fs.Root()),
 		explicit: map[int]bool{}, running: map[int]context.CancelFunc{}, gone: map[int]bool{},
 		failed: map[int]bool{}, jvm: map[int]jvmVerdict{},
 		exited: make(chan targetExit),
@@ -284,7 +293,7 @@ func (ts *serveTargets) scan(ctx context.Context) {
 	alive := make(map[int]bool, len(pids))
 	for _, pid := range pids {
 		alive[pid] = true
-		if pid == ts.self || ts.running[pid] != nil || ts.explicit[pid] || ts.failed[pid] {
+		if ts.self[pid] || ts.running[pid] != nil || ts.explicit[pid] || ts.failed[pid] {
 			continue
 		}
 		if ts.matches(pid) {
@@ -362,6 +371,9 @@ func (ts *serveTargets) start(ctx context.Context, pid int, explicit bool) {
 		return
 	}
 	t := s.Target()
+	for _, n := range s.Notes() {
+		fmt.Fprintf(ts.errOut, "ctprof: pid %d: %s\n", pid, report.Terminal(n))
+	}
 	agg := analysis.New()
 	ts.srv.Register(metrics.TargetInfoOf(t), agg)
 	tctx, cancel := context.WithCancel(ctx)

@@ -279,7 +279,7 @@ func TestServeErrors(t *testing.T) {
 		{[]string{"serve", "--java", "--interval", "1ms"}, 2, "at least 10ms"},
 		{[]string{"serve", "--java", "--top", "0"}, 2, "--top"},
 		{[]string{"serve", "--java", "--port", "70000"}, 2, "--port"},
-		{[]string{"serve", "--pid", pid, "--listen", "nonsense"}, 1, "want host:port"},
+		{[]string{"serve", "--pid", pid, "--listen", "nonsense"}, 2, "want host:port"}, // the caller's typo
 		{[]string{"serve", "--pid", pid, "--listen", busy.Addr().String()}, 1,
 			"ctprof: listen " + busy.Addr().String() + ": address already in use; choose another with --listen\n"},
 		{[]string{"serve", "--pid", pid, "--listen", "127.0.0.1:0", "--web.config.file", "/nonexistent/web.yml"}, 1, "web config /nonexistent/web.yml"},

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/exporter-toolkit/web"
+	"go.yaml.in/yaml/v3"
 )
 
 // DefaultAddr is where the exporter listens unless told otherwise: the
@@ -38,7 +40,27 @@ type ServerOptions struct {
 	// Top and Version are passed to the Collector.
 	Top     int
 	Version string
+	// IdleTimeout closes a keep-alive connection that carries no request
+	// for this long (DefaultIdleTimeout when zero): a scraper that went
+	// away must not hold a connection, and a goroutine, forever.
+	IdleTimeout time.Duration
 }
+
+// Connection timeouts. A client gets ReadHeaderTimeout to send its request
+// line and headers and ReadTimeout for the whole request (a GET has no
+// body); WriteTimeout bounds one response and is well above the handler's
+// 30-second scrape timeout, so a scrape of many targets with thousands of
+// threads still completes.
+const (
+	ReadHeaderTimeout  = 10 * time.Second
+	ReadTimeout        = 30 * time.Second
+	WriteTimeout       = 2 * time.Minute
+	DefaultIdleTimeout = 2 * time.Minute
+)
+
+// ErrAddress marks a listen address that is malformed (the caller's
+// mistake), as opposed to one that cannot be bound.
+var ErrAddress = errors.New("malformed listen address")
 
 // Server serves /metrics, /healthz and a landing page for a Collector.
 type Server struct {
@@ -47,6 +69,7 @@ type Server struct {
 	listener  net.Listener
 	http      *http.Server
 	webConfig string
+	tls       bool
 	logger    *slog.Logger
 
 	closeOnce sync.Once
@@ -60,16 +83,30 @@ func NewServer(o ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	var wc webConfigSummary
 	if o.WebConfigFile != "" {
 		if err := web.Validate(o.WebConfigFile); err != nil {
 			// Not wrapped: the file's errors are the configuration's
 			// problem, not a path for callers to act on.
 			return nil, fmt.Errorf("web config %s: %v", o.WebConfigFile, err)
 		}
+		if wc, err = summarizeWebConfig(o.WebConfigFile); err != nil {
+			return nil, fmt.Errorf("web config %s: %v", o.WebConfigFile, err)
+		}
+		if wc.auth && !wc.tls {
+			// Basic auth over plain HTTP sends the password, base64 only,
+			// with every scrape: anyone on the path can read it.
+			logger.Warn("basic auth without TLS: the password travels in clear text with every scrape; add tls_server_config to the web config",
+				"web_config", o.WebConfigFile)
+		}
 	}
-	logger := o.Logger
-	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	idle := o.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
 	}
 	c := NewCollector(CollectorOptions{Top: o.Top, Version: o.Version})
 	reg := prometheus.NewRegistry()
@@ -83,10 +120,13 @@ func NewServer(o ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, listenError(addr, err)
 	}
-	s := &Server{collector: c, registry: reg, listener: l, webConfig: o.WebConfigFile, logger: logger}
+	s := &Server{collector: c, registry: reg, listener: l, webConfig: o.WebConfigFile, tls: wc.tls, logger: logger}
 	s.http = &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       idle,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	return s, nil
@@ -102,10 +142,48 @@ func normalizeAddr(addr string) (string, error) {
 		return net.JoinHostPort("127.0.0.1", addr), nil
 	}
 	if _, port, err := net.SplitHostPort(addr); err != nil || !isPort(port) {
-		return "", fmt.Errorf("listen address %q: want host:port, :port or port", addr)
+		return "", fmt.Errorf("%w %q: want host:port, :port or port", ErrAddress, addr)
 	}
 	return addr, nil
 }
+
+// CheckAddr says whether addr is a well-formed listen address, without
+// binding it, so a command can refuse a typo before any work.
+func CheckAddr(addr string) error {
+	_, err := normalizeAddr(addr)
+	return err
+}
+
+// webConfigSummary is what the server needs to know of a web
+// configuration beyond what exporter-toolkit checks: whether it turns TLS
+// on and whether it asks for basic auth.
+type webConfigSummary struct{ tls, auth bool }
+
+func summarizeWebConfig(path string) (webConfigSummary, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return webConfigSummary{}, err
+	}
+	// Only the keys that decide TLS and auth; exporter-toolkit has
+	// validated the whole file already.
+	var c struct {
+		TLS struct {
+			Cert     string `yaml:"cert"`
+			Key      string `yaml:"key"`
+			CertFile string `yaml:"cert_file"`
+			KeyFile  string `yaml:"key_file"`
+		} `yaml:"tls_server_config"`
+		Users map[string]string `yaml:"basic_auth_users"`
+	}
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		return webConfigSummary{}, err
+	}
+	t := c.TLS
+	return webConfigSummary{tls: t.Cert != "" || t.Key != "" || t.CertFile != "" || t.KeyFile != "", auth: len(c.Users) > 0}, nil
+}
+
+// TLS says whether the server serves HTTPS.
+func (s *Server) TLS() bool { return s.tls }
 
 func isPort(s string) bool {
 	n, err := strconv.Atoi(s)

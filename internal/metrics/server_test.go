@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -12,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -304,4 +306,92 @@ func lookTool(t *testing.T, name string) string {
 		t.Fatalf("%s not found on PATH: install Debian's prometheus package (apt-get install prometheus; `make deps` does it as root): %v", name, err)
 	}
 	return path
+}
+
+// A keep-alive connection that carries no further request is closed by the
+// server after IdleTimeout: a scraper that vanished holds nothing forever.
+func TestServerClosesIdleKeepAliveConnections(t *testing.T) {
+	s := startServer(t, ServerOptions{IdleTimeout: time.Second})
+	conn, err := net.Dial("tcp", s.Addr())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: ctprof\r\n\r\n")
+	require.NoError(t, err)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, "ok\n", string(body))
+	assert.False(t, resp.Close, "the server keeps the connection alive after one request")
+
+	// Now idle: the server, not our deadline, must end it.
+	start := time.Now()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+	_, err = br.ReadByte()
+	require.ErrorIs(t, err, io.EOF, "the idle connection is closed by the server, not left open")
+	assert.Less(t, time.Since(start), 15*time.Second)
+}
+
+func TestServerTimeoutsAreSet(t *testing.T) {
+	s, err := NewServer(ServerOptions{Addr: "127.0.0.1:0"})
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Equal(t, ReadHeaderTimeout, s.http.ReadHeaderTimeout)
+	assert.Equal(t, ReadTimeout, s.http.ReadTimeout)
+	assert.Equal(t, WriteTimeout, s.http.WriteTimeout)
+	assert.Equal(t, DefaultIdleTimeout, s.http.IdleTimeout)
+	assert.Greater(t, WriteTimeout, 30*time.Second, "longer than the scrape handler's own timeout")
+}
+
+// Basic auth over plain HTTP sends the password in clear text: the server
+// says so instead of looking protected. With TLS it says nothing.
+func TestServerWarnsOfBasicAuthWithoutTLS(t *testing.T) {
+	dir := t.TempDir()
+	certPEM, keyPEM := selfSignedCert(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cert.pem"), certPEM, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "key.pem"), keyPEM, 0o600))
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	require.NoError(t, err)
+	users := "basic_auth_users:\n  prometheus: " + string(hash) + "\n"
+	tlsCfg := "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
+	tests := []struct {
+		name, cfg string
+		warn, tls bool
+	}{
+		{"auth without TLS", users, true, false},
+		{"auth with TLS", tlsCfg + users, false, true},
+		{"TLS only", tlsCfg, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".yml")
+			require.NoError(t, os.WriteFile(path, []byte(tc.cfg), 0o600))
+			var logs bytes.Buffer
+			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			s, err := NewServer(ServerOptions{Addr: "127.0.0.1:0", WebConfigFile: path, Logger: logger})
+			require.NoError(t, err)
+			defer s.Close()
+			assert.Equal(t, tc.tls, s.TLS())
+			if tc.warn {
+				assert.Contains(t, logs.String(), "level=WARN")
+				assert.Contains(t, logs.String(), "clear text")
+			} else {
+				assert.Empty(t, logs.String())
+			}
+		})
+	}
+}
+
+func TestCheckAddrMarksMalformedAddresses(t *testing.T) {
+	for _, addr := range []string{"abc", "127.0.0.1", "host:port", "127.0.0.1:70000", "-1"} {
+		err := CheckAddr(addr)
+		assert.ErrorIs(t, err, ErrAddress, addr)
+		_, err = NewServer(ServerOptions{Addr: addr})
+		assert.ErrorIs(t, err, ErrAddress, addr)
+	}
+	for _, addr := range []string{"", "9901", ":9901", "127.0.0.1:0", "[::1]:9901"} {
+		assert.NoError(t, CheckAddr(addr), addr)
+	}
 }

@@ -44,6 +44,15 @@ const (
 	// maxFrame bounds a frame's stated length: a hostile or damaged length
 	// must not make the reader allocate gigabytes.
 	maxFrame = 256 << 20
+	// maxDumpText bounds the raw thread dump a snapshot records: 128 MB is
+	// a dump of some 50,000 threads with deep stacks (4,000 threads print
+	// about 2.5 MB). A larger dump is not recorded (DroppedDumps).
+	maxDumpText = 128 << 20
+	// maxPayload bounds what one frame decompresses to: the dump text plus
+	// the thread tables (about 100 bytes per thread before compression, so
+	// 64 MB is over 500,000 threads). A frame past it is damage: the reader
+	// skips it instead of inflating a compression bomb.
+	maxPayload = maxDumpText + 64<<20
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -122,6 +131,14 @@ func (w *Writer) Append(s *sample.Snapshot) error {
 	if s.Dump != nil && s.DumpText == nil {
 		w.DroppedDumps++
 	}
+	if len(s.DumpText) > maxDumpText {
+		// A frame the reader would refuse is not written.
+		c := *s
+		c.DumpText = nil
+		c.Dump = nil
+		s = &c
+		w.DroppedDumps++
+	}
 	key := w.frames%KeyframeEvery == 0 || len(w.strings) > 1<<16
 	if key {
 		w.strings = map[string]uint64{}
@@ -197,6 +214,14 @@ type Reader struct {
 	frames   int
 	warnings []string
 	done     bool
+	// lost counts the frames not replayed: damaged ones, the deltas after
+	// them up to the next keyframe, and a partial last frame.
+	lost int
+	// needKey is set after damage: deltas are skipped until a keyframe.
+	needKey bool
+	// moreDamage counts damage warnings past maxDamageWarnings.
+	moreDamage int
+	summarized bool
 }
 
 // Open opens a recording and reads its header.
@@ -267,15 +292,60 @@ func (r *Reader) frame() (byte, []byte, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("%w: %d of %d bytes", errPartial, len(body), length)
 	}
+	// The frame's bytes are read: whatever is wrong inside it, the next
+	// frame starts after it.
+	r.offset += int64(frameOverhead) + int64(length)
 	if crc32.Checksum(body, crcTable) != sum {
 		return 0, nil, fmt.Errorf("%w: checksum mismatch", errDamaged)
 	}
-	payload, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(body[1:])), 1<<30))
+	payload, over, err := readLimited(flate.NewReader(bytes.NewReader(body[1:])), maxPayload)
+	if over {
+		return 0, nil, fmt.Errorf("%w: it decompresses to more than %d MB, more than any snapshot", errDamaged, maxPayload>>20)
+	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("%w: %v", errDamaged, err)
 	}
-	r.offset += int64(frameOverhead) + int64(length)
 	return body[0], payload, nil
+}
+
+// readLimited reads r to its end into pieces allocated only as data
+// arrives, and joins them only when all of it is within limit: a
+// compression bomb costs at most limit bytes, never a doubling buffer
+// beyond it. over says the data went past limit (the rest is not read).
+func readLimited(r io.Reader, limit int) (b []byte, over bool, err error) {
+	var pieces [][]byte
+	total := 0
+	size := 64 << 10
+	for {
+		p := make([]byte, min(size, limit+1-total))
+		n := 0
+		var rerr error
+		for n < len(p) && rerr == nil {
+			var m int
+			m, rerr = r.Read(p[n:])
+			n += m
+		}
+		pieces = append(pieces, p[:n])
+		total += n
+		if total > limit {
+			return nil, true, nil
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return nil, false, rerr
+		}
+		size = min(2*size, 4<<20)
+	}
+	if len(pieces) == 1 {
+		return pieces[0], false, nil
+	}
+	b = make([]byte, 0, total)
+	for _, p := range pieces {
+		b = append(b, p...)
+	}
+	return b, false, nil
 }
 
 // readN reads n bytes, growing b as data arrives rather than trusting n.
@@ -293,46 +363,89 @@ func readN(r io.Reader, b []byte, n int) ([]byte, error) {
 	return b, nil
 }
 
-// Next returns the next snapshot, or io.EOF at the end of the recording
-// (including an end cut short or damaged: Warnings then says so).
+// Next returns the next snapshot, or io.EOF at the end of the recording.
+// Damage does not end the replay: a damaged frame (a checksum mismatch, an
+// undecodable or oversized payload) is skipped with a warning, and so are
+// the delta frames after it up to the next keyframe, which cannot be
+// decoded without it. Only an impossible frame length (the next frame
+// cannot be found) or a partial last frame ends it. Warnings then says
+// what was lost.
 func (r *Reader) Next() (*sample.Snapshot, error) {
-	if r.done {
-		return nil, io.EOF
-	}
-	at := r.offset
-	typ, payload, err := r.frame()
-	if err == nil && typ != frameKey && typ != frameDelta {
-		err = fmt.Errorf("%w: unknown frame type %q", errDamaged, typ)
-	}
-	if err == nil {
+	for !r.done {
+		at := r.offset
+		typ, payload, err := r.frame()
+		if err == io.EOF {
+			break
+		}
+		if err == nil && typ != frameKey && typ != frameDelta {
+			err = fmt.Errorf("%w: unknown frame type %q", errDamaged, typ)
+		}
+		if err != nil {
+			r.lost++
+			r.needKey = true
+			switch {
+			case errors.Is(err, errPartial):
+				r.done = true
+				r.damage(fmt.Sprintf("recording ends with a partial frame at byte %d: the run was cut off; %d samples replayed", at, r.frames))
+			case r.offset == at:
+				// The length itself is wrong: nothing after it can be found.
+				r.done = true
+				r.damage(fmt.Sprintf("recording damaged at byte %d (%v): replay stops there; %d samples replayed", at, err, r.frames))
+			default:
+				r.damage(fmt.Sprintf("recording damaged at byte %d (%v): frame skipped, and the samples after it up to the next keyframe", at, err))
+			}
+			continue
+		}
 		if typ == frameKey {
 			r.strings, r.prev = nil, nil
-		} else if r.prev == nil && r.frames > 0 {
-			err = fmt.Errorf("%w: a delta frame without its keyframe", errDamaged)
+			r.needKey = false
+		} else if r.needKey || (r.prev == nil && r.frames > 0) {
+			r.lost++ // a delta without its keyframe
+			r.needKey = true
+			continue
 		}
-	}
-	var s *sample.Snapshot
-	if err == nil {
 		d := &decoder{b: payload, strings: &r.strings}
-		var next threadState
-		s, next = decodeSnapshot(d, r.prev, typ == frameKey)
+		s, next := decodeSnapshot(d, r.prev, typ == frameKey)
 		if derr := d.done(); derr != nil {
-			err = fmt.Errorf("%w: %v", errDamaged, derr)
-		} else {
-			r.prev = next
+			r.lost++
+			r.needKey = true
+			r.damage(fmt.Sprintf("recording damaged at byte %d (%v: %v): frame skipped, and the samples after it up to the next keyframe", at, errDamaged, derr))
+			continue
 		}
+		r.prev = next
+		r.frames++
+		return s, nil
 	}
-	if err != nil {
+	if !r.done {
 		r.done = true
-		switch {
-		case errors.Is(err, io.EOF):
-		case errors.Is(err, errPartial):
-			r.warnings = append(r.warnings, fmt.Sprintf("recording ends with a partial frame at byte %d: the run was cut off; %d samples replayed", at, r.frames))
-		default:
-			r.warnings = append(r.warnings, fmt.Sprintf("recording damaged at byte %d (%v): replay stops there; %d samples replayed", at, err, r.frames))
-		}
-		return nil, io.EOF
 	}
-	r.frames++
-	return s, nil
+	if r.lost > 0 && !r.summarized {
+		r.summarized = true
+		if r.moreDamage > 0 {
+			r.warnings = append(r.warnings, fmt.Sprintf("%d more damaged frames not listed", r.moreDamage))
+		}
+		r.warnings = append(r.warnings, fmt.Sprintf("%s damaged or cut off; the summary covers %d samples", plural(r.lost, "frame"), r.frames))
+	}
+	return nil, io.EOF
+}
+
+// maxDamageWarnings bounds the per-frame warnings of a badly damaged file.
+const maxDamageWarnings = 10
+
+func (r *Reader) damage(w string) {
+	if len(r.warnings) < maxDamageWarnings {
+		r.warnings = append(r.warnings, w)
+	} else {
+		r.moreDamage++
+	}
+}
+
+// Lost is the number of frames the replay could not use.
+func (r *Reader) Lost() int { return r.lost }
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -1,9 +1,14 @@
 package record
 
 import (
+	"bytes"
+	"compress/flate"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"os"
@@ -157,9 +162,11 @@ func TestTruncatedRecording(t *testing.T) {
 		require.NoError(t, os.WriteFile(trunc, full[:cutAt], 0o644))
 		got, r := readAll(t, trunc)
 		assert.Len(t, got, len(snaps)-1, "cut %d bytes into the last frame", cut)
-		require.Len(t, r.Warnings(), 1)
+		require.Len(t, r.Warnings(), 2)
 		assert.Contains(t, r.Warnings()[0], "partial frame")
 		assert.Contains(t, r.Warnings()[0], "5 samples replayed")
+		assert.Equal(t, "1 frame damaged or cut off; the summary covers 5 samples", r.Warnings()[1])
+		assert.Equal(t, 1, r.Lost())
 	}
 }
 
@@ -188,8 +195,84 @@ func TestDamagedRecording(t *testing.T) {
 	got, r := readAll(t, path)
 	assert.NotEmpty(t, got, "what came before the damage is kept")
 	assert.Less(t, len(got), len(snaps))
-	require.Len(t, r.Warnings(), 1)
+	require.Len(t, r.Warnings(), 2)
 	assert.Contains(t, r.Warnings()[0], "damaged")
+	assert.Equal(t, fmt.Sprintf("%s damaged or cut off; the summary covers %d samples", plural(len(snaps)-len(got), "frame"), len(got)), r.Warnings()[1])
+}
+
+// Damage is local: a damaged frame costs the samples up to the next
+// keyframe, and the replay goes on after it.
+func TestDamageSkipsToNextKeyframe(t *testing.T) {
+	p := testnative.Start(t, "many_threads", "4")
+	snaps := takeSnapshots(t, p.PID, 2)
+	path := filepath.Join(t.TempDir(), "run.ctprof")
+	w, err := Create(path, Header{Version: "test"})
+	require.NoError(t, err)
+	const n = KeyframeEvery + 10
+	for i := range n {
+		require.NoError(t, w.Append(snaps[i%2]))
+	}
+	require.NoError(t, w.Close())
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	// Flip a byte inside the third frame's payload (frame 0 is the header).
+	starts := allFrameStarts(b)
+	require.Len(t, starts, n+1)
+	b[starts[3]+frameOverhead+3] ^= 0xff
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	got, r := readAll(t, path)
+	// Frames 0 and 1 replay; 2 .. 59 are lost; the keyframe 60 and the
+	// rest replay.
+	assert.Len(t, got, n-(KeyframeEvery-2))
+	assert.Equal(t, KeyframeEvery-2, r.Lost())
+	w0 := r.Warnings()
+	require.Len(t, w0, 2)
+	assert.Contains(t, w0[0], "checksum mismatch")
+	assert.Equal(t, fmt.Sprintf("58 frames damaged or cut off; the summary covers %d samples", n-58), w0[1])
+}
+
+// A frame that inflates past any snapshot is skipped without being
+// inflated whole (the memory bound is measured in internal/cli).
+func TestCompressionBombFrame(t *testing.T) {
+	p := testnative.Start(t, "many_threads", "4")
+	snaps := takeSnapshots(t, p.PID, 1)
+	path := filepath.Join(t.TempDir(), "run.ctprof")
+	w, err := Create(path, Header{Version: "test"})
+	require.NoError(t, err)
+	require.NoError(t, w.Append(snaps[0]))
+	require.NoError(t, w.Close())
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	require.NoError(t, writeBombFrame(f, frameKey, maxPayload+1<<20))
+	require.NoError(t, f.Close())
+	w2, err := os.ReadFile(path)
+	require.NoError(t, err)
+	// A good keyframe after the bomb still replays.
+	w, err = Create(path+".2", Header{Version: "test"})
+	require.NoError(t, err)
+	require.NoError(t, w.Append(snaps[0]))
+	require.NoError(t, w.Close())
+	tail, err := os.ReadFile(path + ".2")
+	require.NoError(t, err)
+	hs := allFrameStarts(tail)
+	require.NoError(t, os.WriteFile(path, append(w2, tail[hs[1]:]...), 0o644))
+	got, r := readAll(t, path)
+	assert.Len(t, got, 2)
+	require.Len(t, r.Warnings(), 2)
+	assert.Contains(t, r.Warnings()[0], "decompresses to more than 192 MB")
+	assert.Equal(t, "1 frame damaged or cut off; the summary covers 2 samples", r.Warnings()[1])
+}
+
+// allFrameStarts returns the offset of every frame, the header's first.
+func allFrameStarts(b []byte) []int {
+	var starts []int
+	off := len(magic) + 1
+	for off+frameOverhead <= len(b) {
+		starts = append(starts, off)
+		length := int(b[off]) | int(b[off+1])<<8 | int(b[off+2])<<16 | int(b[off+3])<<24
+		off += frameOverhead + length
+	}
+	return starts
 }
 
 func TestNotARecording(t *testing.T) {
@@ -317,4 +400,33 @@ func BenchmarkRecording4000Threads(b *testing.B) {
 	r.Close()
 	b.ReportMetric(float64(time.Since(start).Microseconds())/float64(n), "µs/decode")
 	_ = strconv.Itoa
+}
+
+// writeBombFrame appends a well-formed frame whose payload is n zero bytes:
+// a few hundred KB on disk.
+func writeBombFrame(w io.Writer, typ byte, n int64) error {
+	var body bytes.Buffer
+	body.WriteByte(typ)
+	zw, err := flate.NewWriter(&body, flate.BestCompression)
+	if err != nil {
+		return err
+	}
+	if _, err := io.CopyN(zw, zeroReader{}, n); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	var head [frameOverhead]byte
+	binary.LittleEndian.PutUint32(head[0:], uint32(body.Len()))
+	binary.LittleEndian.PutUint32(head[4:], crc32.Checksum(body.Bytes(), crcTable))
+	_, err = w.Write(append(head[:], body.Bytes()...))
+	return err
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

@@ -16,7 +16,10 @@ type TextOptions struct {
 }
 
 // Text writes the human summary, most important first: findings, then the
-// tables that back them. Every string from the target goes through Terminal.
+// tables that back them. Every string from the target is escaped once, where
+// it is printed: quoted names (threads, owners) by %q, which escapes control,
+// bidi and invalid bytes itself, and everything else by Terminal. Terminal
+// inside %q would escape the escapes: "\x1b" printed as "\\x1b".
 func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 	top := opt.Top
 	if top <= 0 {
@@ -107,7 +110,7 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 		}
 		owner := "owner unknown"
 		if l.Owner != nil {
-			owner = fmt.Sprintf("owner %q", T(*l.Owner))
+			owner = fmt.Sprintf("owner %q", *l.Owner)
 		}
 		if l.Kind == "futex" {
 			name := l.Address
@@ -123,7 +126,7 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 		}
 		tw.printf("  %3d waiting  %s %s <%s>  %s\n", l.Waiters, l.Kind, T(l.Class), l.Address, owner)
 		if s.Dumps > 1 {
-			tw.printf("               avg %.2f waiters, blocked in %.0f%% of dumps", l.AvgWaiters, 100*l.BlockedShare)
+			tw.printf("               avg %.2f waiters, blocked in %.0f%% of dumps (%d of %d)", l.AvgWaiters, 100*l.BlockedShare, l.DumpsSeen, s.Dumps)
 			if l.BlockedThreadSeconds > 0 {
 				tw.printf(", %.1f thread-seconds queued", l.BlockedThreadSeconds)
 			}
@@ -141,13 +144,43 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 	}
 	tw.printf("\n")
 
+	// Contention sites matter where a site has several instances: a
+	// striped design, or several hot instances of one class.
+	multi := 0
+	for _, c := range s.ContentionSites {
+		if c.Instances > 1 {
+			multi++
+		}
+	}
+	if multi > 0 {
+		tw.printf("CONTENTION SITES (lock class + wait site, all instances)\n")
+		n := 0
+		for _, c := range s.ContentionSites {
+			if c.Instances < 2 {
+				continue
+			}
+			if n == top {
+				tw.printf("  … %d more\n", multi-top)
+				break
+			}
+			n++
+			verdict := "several contended instances"
+			if c.Striped {
+				verdict = "striped: one waiter per instance, no hot lock"
+			}
+			tw.printf("  %3d waiting  %s %s at %s\n", c.Waiters, c.Kind, T(c.Class), T(c.WaitFrame))
+			tw.printf("               %d instances (up to %d at once), at most %d waiting on one; %s\n", c.Instances, c.PeakInstances, c.MaxInstanceWaiters, verdict)
+		}
+		tw.printf("\n")
+	}
+
 	if len(s.Deadlocks) > 0 {
 		tw.printf("DEADLOCKS\n")
 		for _, d := range s.Deadlocks {
 			tw.printf("  %d threads (found by %s, in %d dump(s)):\n", len(d.Threads), d.Source, d.Dumps)
 			for i, t := range d.Threads {
 				l := d.Locks[i]
-				tw.printf("    %q waits for %s %s <%s>\n", T(t), l.Kind, T(l.Class), l.Address)
+				tw.printf("    %q waits for %s %s <%s>\n", t, l.Kind, T(l.Class), l.Address)
 			}
 		}
 		tw.printf("\n")
@@ -252,7 +285,7 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 			if c.JavaState != "" {
 				state = c.JavaState
 			}
-			tw.printf("  %8d  %-13s  %5.1f%%  %9.1f  %9.1f  %6.1f%%  %-12s %4d  %q (%s)\n", c.TID, state, c.Percent, c.VoluntaryPerSecond, c.InvoluntaryPerSecond, 100*c.RunQueueWaitShare, c.Policy, c.Nice, T(c.Thread), T(c.CPUsAllowed))
+			tw.printf("  %8d  %-13s  %5.1f%%  %9.1f  %9.1f  %6.1f%%  %-12s %4d  %q (%s)\n", c.TID, state, c.Percent, c.VoluntaryPerSecond, c.InvoluntaryPerSecond, 100*c.RunQueueWaitShare, c.Policy, c.Nice, c.Thread, T(c.CPUsAllowed))
 		}
 		tw.printf("\n")
 	} else if len(s.ThreadCPU) > 0 {
@@ -261,7 +294,7 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 			if i == top {
 				break
 			}
-			tw.printf("  %6.1f%%  %8.3fs  %q\n", c.Percent, c.CPUSeconds, T(c.Thread))
+			tw.printf("  %6.1f%%  %8.3fs  %q\n", c.Percent, c.CPUSeconds, c.Thread)
 		}
 		tw.printf("\n")
 	}
@@ -273,7 +306,7 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 				tw.printf("  … %d more\n", len(s.StuckThreads)-top)
 				break
 			}
-			tw.printf("  %-8s %q at %s\n", st.State, T(st.Thread), T(st.Frame))
+			tw.printf("  %-8s %q at %s\n", st.State, st.Thread, T(st.Frame))
 		}
 		tw.printf("\n")
 	}
@@ -344,7 +377,7 @@ func formatStates(m map[string]int) string {
 func quoteNames(names []string) string {
 	q := make([]string, len(names))
 	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", Terminal(n))
+		q[i] = fmt.Sprintf("%q", n)
 	}
 	return strings.Join(q, ", ")
 }

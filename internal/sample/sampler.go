@@ -137,11 +137,15 @@ func NewSampler(opts Options) (*Sampler, error) {
 			s.notes = append(s.notes, fmt.Sprintf("no JVM thread dumps or counters: %v; sampling through /proc only", err))
 		}
 	}
+	if s.jvm != nil && s.jvm.NoPerfData != "" {
+		s.notes = append(s.notes, "no JVM counters (threads, safepoints, GC, monitor inflations): "+s.jvm.NoPerfData+
+			"; thread dumps still work through the attach socket, but the pause each causes is not measured, so dumps are spaced as if the whole request paused the JVM")
+	}
 	if s.jvm != nil && !opts.JVM.NoDumps {
 		switch {
 		case !s.jvm.AttachSupported:
 			s.notes = append(s.notes, "no thread dumps: "+jvm.ErrAttachDisabled.Error())
-		case !s.jvm.CatchesQuit:
+		case !s.jvm.DumpPossible():
 			s.notes = append(s.notes, "no thread dumps: "+jvm.ErrNoQuitHandler.Error())
 		}
 	}
@@ -150,6 +154,11 @@ func NewSampler(opts Options) (*Sampler, error) {
 
 // IsJVM reports whether pid (under the /proc mounted at root) runs a JVM.
 func IsJVM(root string, pid int) bool { return procfs.NewFS(root).IsJVM(pid) }
+
+// Notes are what the sampler found at its start that limits what it can
+// see (no hsperfdata, attach disabled); the first snapshot carries them
+// too, so they reach the summary's warnings.
+func (s *Sampler) Notes() []string { return append([]string(nil), s.notes...) }
 
 // Target describes the process being sampled.
 func (s *Sampler) Target() Target { return s.target }
@@ -213,7 +222,7 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot) error {
 		return fmt.Errorf("pid %d: %w", s.opts.PID, procfs.ErrProcessGone)
 	}
 	o := s.opts.JVM
-	if o.NoDumps || !s.jvm.AttachSupported || !s.jvm.CatchesQuit || snap.Time.Before(s.nextDump) {
+	if o.NoDumps || snap.Time.Before(s.nextDump) || !s.jvm.DumpPossible() {
 		return nil
 	}
 	mode := jvm.ModeThreadPrint
@@ -237,6 +246,9 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot) error {
 		return nil
 	}
 	d, err := threaddump.ParseBytes(res.Text)
+	if err == nil {
+		d = s.settleNames(d, res.Text, snap)
+	}
 	if err != nil {
 		snap.Errors = append(snap.Errors, "thread dump unreadable: "+err.Error())
 	} else {
@@ -250,9 +262,13 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot) error {
 	// Keep the pause within the budget: a dump that stopped the JVM for p
 	// waits p/budget before the next one.
 	wait := o.DumpEvery
-	if res.PauseKnown {
-		wait = max(wait, time.Duration(float64(res.Pause)/o.PauseBudget))
+	pause := res.Pause
+	if !res.PauseKnown {
+		// Without hsperfdata the safepoint time is unknown; the request's
+		// wall time bounds it from above.
+		pause = res.Wall
 	}
+	wait = max(wait, time.Duration(float64(pause)/o.PauseBudget))
 	s.nextDump = snap.Time.Add(wait)
 	return nil
 }

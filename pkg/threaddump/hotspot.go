@@ -52,6 +52,41 @@ type hotspotParser struct {
 	pendingPID      int
 	pendingTime     time.Time
 	pendingTimeLine int
+
+	// lineStart is the byte offset of the current line.
+	lineStart int
+	// noCloseBefore is where the last fruitless search for the end of a
+	// thread name stopped: no line before it completes a header, so later
+	// searches start there (this keeps hostile input linear).
+	noCloseBefore int
+	// susp is the open suspect span (see Thread.Suspect), nil when none.
+	susp *suspectSpan
+	// opts are the caller's checks against the live target.
+	opts ParseOptions
+	// nids maps the OS thread ids taken so far in the dump to their
+	// thread's index (only with opts.ThreadExists, to refuse a nid that
+	// appears twice).
+	nids map[int64]int
+	// marked counts the threads of the dump already marked suspect by a
+	// name end without a start (so each is marked once).
+	marked, markedDL int
+}
+
+// suspectSpan is a thread name whose end the text cannot fix: it opened on
+// line `line` and closed at a header that also reads as a new entry, so the
+// entries that follow may be more of the name.
+type suspectSpan struct {
+	line      int // line of the name's opening quote
+	nameStart int // byte offset of the name's first character
+	thread    int // index (relative to threads.start) of the thread at line
+	deadlocks int // len(Deadlocks) of the dump when the span opened
+	dump      *Dump
+	lastLine  int // last line read inside the span so far
+	// mark says whether the span's threads are marked suspect. With the
+	// live checks they are not (their nids are real threads), but the span
+	// stays open: an entry forged with a real nid is found out when the
+	// real entry with that nid follows.
+	mark bool
 }
 
 func newHotspotParser(text string) *hotspotParser {
@@ -65,28 +100,58 @@ func newHotspotParser(text string) *hotspotParser {
 
 // parseHotSpot parses every HotSpot text dump in text.
 func parseHotSpot(text string) []*Dump {
+	return parseHotSpotWith(text, ParseOptions{})
+}
+
+// parseHotSpotWith parses every HotSpot text dump in text, checking thread
+// entries against the live target as o says.
+func parseHotSpotWith(text string, o ParseOptions) []*Dump {
 	p := newHotspotParser(text)
+	p.opts = o
 	for p.pos < len(p.text) {
-		end := strings.IndexByte(p.text[p.pos:], '\n')
+		p.lineStart = p.pos
 		var ln string
-		if end < 0 {
-			ln = p.text[p.pos:]
-			p.pos = len(p.text)
-		} else {
-			ln = p.text[p.pos : p.pos+end]
-			p.pos += end + 1
-		}
-		if n := len(ln); n > 0 && ln[n-1] == '\r' {
-			ln = ln[:n-1]
-		}
+		ln, p.pos = lineAt(p.text, p.pos)
 		p.line++
 		p.handle(ln)
 	}
 	p.endDump(false)
+	p.closeSuspect()
+	for _, d := range p.dumps {
+		p.checkJavaThreads(d)
+	}
 	return p.dumps
 }
 
+// lineAt returns the line starting at pos without its line ending, and the
+// offset of the next line.
+func lineAt(text string, pos int) (string, int) {
+	var ln string
+	end := strings.IndexByte(text[pos:], '\n')
+	if end < 0 {
+		ln = text[pos:]
+		pos = len(text)
+	} else {
+		ln = text[pos : pos+end]
+		pos += end + 1
+	}
+	if n := len(ln); n > 0 && ln[n-1] == '\r' {
+		ln = ln[:n-1]
+	}
+	return ln, pos
+}
+
 func (p *hotspotParser) handle(ln string) {
+	// A line that ends a thread name whose opening line has been read as
+	// something else proves that the entries before it belong to a name.
+	// Header lines never end with ')', stack and lock lines always do, so
+	// the common lines cost one byte compare here.
+	if n := len(ln); n > 0 && ln[0] != '"' && ln[n-1] != ')' && (p.dump != nil || p.susp != nil) {
+		if q, ok := headerSplit(ln); ok && (p.acceptHeader(ln[q+1:]) || p.foldsSpan(ln[q+1:])) {
+			p.danglingClose(ln, q)
+			return
+		}
+	}
 	// Fast paths for the lines that make up almost all of a dump.
 	if len(ln) > 4 && ln[0] == '\t' {
 		if ln[1] == 'a' && ln[2] == 't' && ln[3] == ' ' {
@@ -137,6 +202,7 @@ func (p *hotspotParser) blank() {
 // startDump opens a new dump at a "Full thread dump ..." header.
 func (p *hotspotParser) startDump(header string) {
 	p.endDump(false)
+	p.closeSuspect()
 	d := &Dump{
 		Format:        FormatHotSpot,
 		JNIGlobalRefs: -1,
@@ -158,6 +224,14 @@ func (p *hotspotParser) startDump(header string) {
 	p.dump = d
 	p.threads.begin()
 	p.cur = -1
+	p.resetNIDs()
+}
+
+func (p *hotspotParser) resetNIDs() {
+	p.marked, p.markedDL = 0, 0
+	if p.opts.ThreadExists != nil {
+		p.nids = map[int64]int{}
+	}
 }
 
 // implicitDump opens a dump for thread lines that come without a header
@@ -168,6 +242,7 @@ func (p *hotspotParser) implicitDump() {
 	p.pendingPID = 0
 	p.threads.begin()
 	p.cur = -1
+	p.resetNIDs()
 }
 
 // endDump closes the open dump. complete says whether its trailer was seen.
@@ -227,7 +302,7 @@ func (p *hotspotParser) unknown(ln string) {
 // thread names of the deadlock report.
 func (p *hotspotParser) quotedLine(ln string) {
 	if p.inDeadlock {
-		if strings.HasSuffix(ln, "\":") {
+		if len(ln) >= 3 && strings.HasSuffix(ln, "\":") { // `":` alone is no name
 			if p.deadlockPart == 1 {
 				name := ln[1 : len(ln)-2]
 				dl := &p.dlDump.Deadlocks[len(p.dlDump.Deadlocks)-1]
@@ -239,6 +314,58 @@ func (p *hotspotParser) quotedLine(ln string) {
 		}
 		p.inDeadlock = false
 	}
+	q, ok := headerSplit(ln)
+	if ok && q == 0 && p.acceptHeader(ln[1:]) && (p.dump != nil || p.susp != nil) {
+		// `" #12 ...`: the end of a name whose last character is a newline.
+		p.danglingClose(ln, q)
+		return
+	}
+	if ok && q > 0 && p.foldsSpan(ln[q+1:]) {
+		p.danglingClose(ln, q)
+		return
+	}
+	if ok && q > 0 && p.acceptHeader(ln[q+1:]) {
+		if p.dump == nil {
+			p.implicitDump()
+		}
+		p.newThread(ln[1:q], ln[q+1:], p.line)
+		return
+	}
+	if p.dump != nil && p.openName(ln) {
+		return
+	}
+	p.otherLine(ln, ln)
+}
+
+// newThread starts the thread whose header has the given raw name and field
+// text; line is the line of the header's opening quote.
+func (p *hotspotParser) newThread(rawName, rest string, line int) {
+	p.finishThread()
+	p.inSync = false
+	p.inSMR = false
+	p.threads.add(Thread{Allocated: -1, DefinedClasses: -1, Line: line})
+	p.cur = len(p.threads.buf) - 1 - p.threads.start
+	t := p.thread()
+	if strings.IndexByte(rawName, '\r') >= 0 {
+		rawName = strings.ReplaceAll(rawName, "\r\n", "\n")
+	}
+	t.Name = cleanName(rawName)
+	parseHeaderFields(t, rest)
+	if p.nids != nil && t.OSThreadID != 0 {
+		p.nids[t.OSThreadID] = p.cur
+	}
+	if p.susp != nil && p.susp.dump == p.dump && p.susp.mark {
+		t.Suspect = true
+		p.susp.lastLine = p.line
+	}
+	p.inStack = true
+	p.frames.begin()
+	p.locks.begin()
+}
+
+// headerSplit finds the closing quote of a thread name on a header line and
+// reports whether a header field list follows it.
+func headerSplit(ln string) (int, bool) {
 	q := strings.LastIndexByte(ln, '"')
 	if strings.Contains(ln, " owned by \"") {
 		// ThreadInfo.toString() names the owner in quotes after the
@@ -247,29 +374,10 @@ func (p *hotspotParser) quotedLine(ln string) {
 			q = i
 		}
 	}
-	if q <= 0 {
-		p.otherLine(ln, ln)
-		return
+	if q < 0 || !looksLikeHeaderRest(ln[q+1:]) {
+		return q, false
 	}
-	rest := ln[q+1:]
-	if !looksLikeHeaderRest(rest) {
-		p.otherLine(ln, ln)
-		return
-	}
-	if p.dump == nil {
-		p.implicitDump()
-	}
-	p.finishThread()
-	p.inSync = false
-	p.inSMR = false
-	p.threads.add(Thread{Allocated: -1, DefinedClasses: -1, Line: p.line})
-	p.cur = len(p.threads.buf) - 1 - p.threads.start
-	t := p.thread()
-	t.Name = cleanName(ln[1:q])
-	parseHeaderFields(t, rest)
-	p.inStack = true
-	p.frames.begin()
-	p.locks.begin()
+	return q, true
 }
 
 // looksLikeHeaderRest reports whether the text after a thread name's closing
@@ -698,7 +806,10 @@ func (p *hotspotParser) otherLine(raw, t string) {
 			p.deadlockPart = 1
 			p.inStack = false
 			p.dlDump = target
-			target.Deadlocks = append(target.Deadlocks, Deadlock{})
+			// Inside a name that may hold forged entries, a report may be
+			// forged too.
+			suspect := p.susp != nil && p.susp.dump == target && p.susp.mark
+			target.Deadlocks = append(target.Deadlocks, Deadlock{Suspect: suspect})
 			return
 		}
 	case p.inDeadlock:

@@ -366,6 +366,9 @@ func FuzzParse(f *testing.F) {
 	f.Add("Found one Java-level deadlock:\n\"x\":\n  waiting to lock monitor 0x1 (object 0x2, a y),\n  which is held by \"z\"\n")
 	f.Add("12:\n2020-01-01 00:00:00\nFull thread dump x:\n\"\" #\n   Carrying virtual thread #\n   Mounted virtual thread #1\n\tat .(/:)\n")
 	f.Add("\xff\xfe\"\x00a\x00\"\x00")
+	for _, s := range forgedNameSeeds {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		dumps, err := ParseString(s)
 		if err != nil {

@@ -144,6 +144,13 @@ type Thread struct {
 
 	// Line is the 1-based input line of the thread's header.
 	Line int
+
+	// Suspect marks a thread read inside the text of another thread's name
+	// that may run on over it: HotSpot prints names raw, so a name can hold
+	// whole forged entries, and where the text cannot tell where the name
+	// ends the parser keeps the entries but marks them (Dump.Warnings says
+	// which lines). Findings must not rest on suspect threads alone.
+	Suspect bool
 }
 
 // VMInternal reports whether this is a JVM-internal thread (GC, compiler,
@@ -277,6 +284,26 @@ type Deadlock struct {
 	Threads []string
 	// Edges say, per thread, which lock it waits for and who holds it.
 	Edges []DeadlockEdge
+	// Suspect marks a report read where a thread name may run on over it
+	// (see Thread.Suspect): it may be forged, not the JVM's.
+	Suspect bool
+}
+
+// HasSuspects reports whether the parser met thread names whose extent the
+// text alone cannot fix (see Thread.Suspect). A caller that can see the
+// live target can then parse again with ParseOptions to settle it.
+func (d *Dump) HasSuspects() bool {
+	for i := range d.Deadlocks {
+		if d.Deadlocks[i].Suspect {
+			return true
+		}
+	}
+	for i := range d.Threads {
+		if d.Threads[i].Suspect {
+			return true
+		}
+	}
+	return false
 }
 
 // DeadlockEdge is one "thread waits for lock held by thread" step.

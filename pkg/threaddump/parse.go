@@ -21,18 +21,33 @@ var (
 	ErrUnsupportedFormat = errors.New("thread dump format not supported")
 )
 
-// maxDecompressed bounds gzip input so a hostile file cannot exhaust memory.
-const maxDecompressed = 4 << 30
+// maxDecompressed bounds gzip input held whole (ParseString, ParseBytes) so
+// a hostile file cannot exhaust memory: no more than one dump can be. Parse
+// and Reader stream instead.
+const maxDecompressed = MaxDumpBytes
 
 // Parse reads every thread dump in r: one dump, a series of dumps (each with
 // its own timestamp), or dumps embedded in a log. Gzip, UTF-16 with a byte
-// order mark and CRLF line endings are handled.
+// order mark and CRLF line endings are handled. It reads through a Reader,
+// so binary data and oversized dumps are refused (ErrBinary,
+// ErrDumpTooLarge); the Reader's own warnings (skipped lines, a cut gzip
+// stream) are added to the first dump's. To hold one dump at a time, use
+// NewReader.
 func Parse(r io.Reader) ([]*Dump, error) {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("read thread dump: %w", err)
+	sr := NewReader(r)
+	var dumps []*Dump
+	for {
+		d, err := sr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		dumps = append(dumps, d)
 	}
-	return parseOwned(b)
+	dumps[0].Warnings = append(dumps[0].Warnings, sr.Warnings()...)
+	return dumps, nil
 }
 
 // ParseBytes is Parse on a byte slice. It copies b, so the caller may reuse it.
@@ -49,15 +64,6 @@ func ParseString(s string) ([]*Dump, error) {
 	return parseText(text)
 }
 
-// parseOwned parses a buffer nobody else holds: the model then points into
-// it without a copy.
-func parseOwned(b []byte) ([]*Dump, error) {
-	if len(b) == 0 {
-		return nil, ErrNoThreadDump
-	}
-	return ParseString(unsafe.String(unsafe.SliceData(b), len(b)))
-}
-
 // decodeString undoes compression and non-UTF-8 encodings.
 func decodeString(s string) (string, error) {
 	if len(s) >= 2 && s[0] == 0x1f && s[1] == 0x8b {
@@ -65,9 +71,12 @@ func decodeString(s string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("read gzip thread dump: %w", err)
 		}
-		b, err := io.ReadAll(io.LimitReader(zr, maxDecompressed))
+		b, err := io.ReadAll(io.LimitReader(zr, maxDecompressed+1))
 		if err != nil && len(b) == 0 {
 			return "", fmt.Errorf("read gzip thread dump: %w", err)
+		}
+		if len(b) > maxDecompressed {
+			return "", fmt.Errorf("%w: the gzip data inflates to over %d MB; use Parse or NewReader to stream it", ErrDumpTooLarge, maxDecompressed>>20)
 		}
 		// A truncated gzip still yields what it holds; the parser then
 		// warns about a truncated dump.
