@@ -79,6 +79,8 @@ type Aggregator struct {
 
 	// Locks of every kind (monitors, synchronizers, futexes).
 	locks map[string]*lockAgg
+	// lockIdx follows Java lock instances across dumps (locks.go).
+	lockIdx lockIndex
 
 	// Live /proc samples.
 	os *osAgg
@@ -228,14 +230,27 @@ func (a *Aggregator) timeline(id string) *seriesSet {
 	return ts
 }
 
-func (a *Aggregator) warn(w string) {
-	const maxWarnings = 50
+// AddWarning adds a warning about the input that no snapshot carries (a
+// damaged recording, lines a dump reader skipped) to Summary.Warnings.
+// Warnings are deduplicated and bounded in number; these few get room of
+// their own, so that damage is reported even after many dump warnings.
+func (a *Aggregator) AddWarning(msg string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.addWarning(msg, maxWarnings+20)
+}
+
+const maxWarnings = 50
+
+func (a *Aggregator) warn(w string) { a.addWarning(w, maxWarnings) }
+
+func (a *Aggregator) addWarning(w string, limit int) {
 	for _, x := range a.warnings {
 		if x == w {
 			return
 		}
 	}
-	if len(a.warnings) < maxWarnings {
+	if len(a.warnings) < limit {
 		a.warnings = append(a.warnings, w)
 	}
 }

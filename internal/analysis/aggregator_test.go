@@ -116,7 +116,8 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6 mixed mode):
 	require.NotNil(t, l.WaitFrame)
 	assert.Equal(t, "app.Cache.get(Cache.java:20)", *l.WaitFrame)
 	assert.Equal(t, []FrameCount{{Frame: "app.Cache.refresh(Cache.java:40)", Samples: 2}}, l.OwnerFrames)
-	assert.Equal(t, "monitor|app.Cache|app.Cache.get(Cache.java:20)", l.ID)
+	// The ID is the address the lock was first seen at.
+	assert.Equal(t, "monitor|app.Cache|0x00000000aaaa0000", l.ID)
 
 	// The waiters' stacks carry the lock's ID, for its flame graph.
 	var byLock int

@@ -59,6 +59,7 @@ func (a *Aggregator) summary(full bool) *Summary {
 		}
 	}
 	s.Locks = a.lockSummaries()
+	s.ContentionSites = a.contentionSites()
 	s.Deadlocks = a.deadlockSummaries()
 	if full {
 		if a.os.samples == 0 {

@@ -118,7 +118,7 @@ func (a *Aggregator) addDump(s *sample.Snapshot, dt time.Duration) dumpTick {
 		}
 	}
 	locks := d.Locks()
-	a.addJavaLocks(locks, dt, &tick)
+	a.addJavaLocks(locks, a.dumpSpan(s), &tick, seq)
 	a.addDeadlocks(d, locks, seq)
 	a.addJavaThreads(d, s.Time, seq, ownersOfWaits(locks))
 	a.addStacks(d, tick.waitsOn)
@@ -138,6 +138,28 @@ func (a *Aggregator) addDump(s *sample.Snapshot, dt time.Duration) dumpTick {
 		}
 	}
 	return tick
+}
+
+// dumpSpan is the time a dump stands for: the time since the previous dump
+// (not since the previous /proc sample: dumps are spaced by the pause
+// budget or --dump-interval, and weighing their waiters by the sample
+// interval would undercount queued time by the ratio of the two). The
+// first dump stands for the sample interval, which is known when it
+// arrives (a mean dump spacing is not), so counters built on it never go
+// back; dump files have no interval and their first dump counts no time.
+func (a *Aggregator) dumpSpan(s *sample.Snapshot) time.Duration {
+	at := s.Time
+	if at.IsZero() {
+		at = s.Dump.Time
+	}
+	prev := a.lockIdx.prevDumpAt
+	if !at.IsZero() {
+		a.lockIdx.prevDumpAt = at
+	}
+	if !at.IsZero() && !prev.IsZero() && at.After(prev) {
+		return at.Sub(prev)
+	}
+	return s.Interval
 }
 
 // ownersOfWaits maps each queued thread to the owner of the lock it queues
@@ -207,6 +229,9 @@ func (a *Aggregator) addDeadlocks(d *threaddump.Dump, locks []*threaddump.LockIn
 		}
 	}
 	for _, dl := range d.Deadlocks {
+		if dl.Suspect {
+			continue // read inside a thread name: may be forged
+		}
 		var locks []LockRef
 		for _, e := range dl.Edges {
 			kind := "monitor"
@@ -218,6 +243,9 @@ func (a *Aggregator) addDeadlocks(d *threaddump.Dump, locks []*threaddump.LockIn
 		note(append([]string(nil), dl.Threads...), locks, true)
 	}
 	for _, c := range d.FindDeadlocksIn(locks) {
+		if allSuspect(c.Threads) {
+			continue // every thread may be an entry forged inside a thread name
+		}
 		var names []string
 		var locks []LockRef
 		for i, t := range c.Threads {
@@ -230,6 +258,16 @@ func (a *Aggregator) addDeadlocks(d *threaddump.Dump, locks []*threaddump.LockIn
 		}
 		note(names, locks, false)
 	}
+}
+
+// allSuspect reports whether every thread is threaddump.Thread.Suspect.
+func allSuspect(threads []*threaddump.Thread) bool {
+	for _, t := range threads {
+		if !t.Suspect {
+			return false
+		}
+	}
+	return len(threads) > 0
 }
 
 // cycleKey identifies a cycle by its set of threads, whatever thread the

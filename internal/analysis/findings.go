@@ -58,6 +58,12 @@ func findings(s *Summary) []Finding {
 			inDeadlock[l.Kind+"|"+l.Class+"|"+l.Address] = true
 		}
 	}
+	stripedSites := map[string]bool{}
+	for _, cs := range s.ContentionSites {
+		if cs.Striped {
+			stripedSites[cs.ID] = true
+		}
+	}
 	for _, l := range s.Locks {
 		// One waiter is a hotspot only when it is there most of the time
 		// over several samples (in a single dump every waited-on lock has
@@ -66,6 +72,11 @@ func findings(s *Summary) []Finding {
 			continue
 		}
 		if inDeadlock[l.Kind+"|"+l.Class+"|"+l.Address] {
+			continue
+		}
+		// One waiter on each of many instances of one class at one site
+		// is a striped design spreading its load, not a hotspot.
+		if l.Waiters < 2 && stripedSites[l.Site] {
 			continue
 		}
 		if l.Kind == "futex" {
@@ -94,7 +105,15 @@ func findings(s *Summary) []Finding {
 		}
 		if series {
 			verb = "queue"
-			what = fmt.Sprintf("up to %d threads (%.1f on average, blocked in %.0f%% of dumps)", l.Waiters, l.AvgWaiters, 100*l.BlockedShare)
+			what = fmt.Sprintf("up to %d threads (%.1f on average, blocked in %.0f%% of dumps, seen in %s)", l.Waiters, l.AvgWaiters, 100*l.BlockedShare, plural(l.DumpsSeen, "dump"))
+		}
+		// A single dump is a snapshot, not a measure of contention: it
+		// can say where threads queue, not that they always do.
+		if sev == SeverityCritical && l.DumpsSeen <= 1 {
+			sev = SeverityWarning
+			if !series {
+				where += " (seen in 1 dump)"
+			}
 		}
 		ev := []string{fmt.Sprintf("%s %s %s", l.Kind, l.Class, l.Address)}
 		if l.OwnerLockFrame != nil {
@@ -217,7 +236,7 @@ func serializationFindings(s *Summary) []Finding {
 			continue
 		}
 		sev := SeverityWarning
-		if sr.Queueing >= 5 {
+		if sr.Queueing >= 5 && sr.Samples > 1 {
 			sev = SeverityCritical
 		}
 		where := ""
@@ -410,7 +429,13 @@ func futexFinding(l LockSummary, samples int) Finding {
 	if l.Waiters >= 5 || l.AvgWaiters >= 4 {
 		sev = SeverityCritical
 	}
-	ev := []string{fmt.Sprintf("futex address %s, %.2f waiters on average over %d samples", l.Address, l.AvgWaiters, samples)}
+	seen := ""
+	if l.DumpsSeen <= 1 {
+		// One sample is a snapshot: it cannot carry a critical finding.
+		sev = SeverityWarning
+		seen = ", seen in 1 sample"
+	}
+	ev := []string{fmt.Sprintf("futex address %s, %.2f waiters on average over %d samples, with waiters in %s", l.Address, l.AvgWaiters, samples, plural(l.DumpsSeen, "sample"))}
 	if len(l.WaiterThreads) > 0 {
 		ev = append(ev, "waiters: "+strings.Join(l.WaiterThreads, ", "))
 	}
@@ -423,8 +448,8 @@ func futexFinding(l LockSummary, samples int) Finding {
 	return Finding{
 		Kind:     FindingLockHotspot,
 		Severity: sev,
-		Summary: fmt.Sprintf("Up to %d threads wait on %s (blocked in %.0f%% of samples, %.1f on average).",
-			l.Waiters, name, 100*l.BlockedShare, l.AvgWaiters),
+		Summary: fmt.Sprintf("Up to %d threads wait on %s (blocked in %.0f%% of samples, %.1f on average%s).",
+			l.Waiters, name, 100*l.BlockedShare, l.AvgWaiters, seen),
 		Evidence: ev,
 		NextStep: "Find the code that takes this mutex (perf record -g, or gdb on one waiter) and shorten or split its critical section.",
 		impact:   1e6 + float64(l.Waiters)*1000 + l.AvgWaiters,

@@ -9,11 +9,10 @@ import (
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
-// lockAgg is one lock over the run. Java locks are identified by kind,
-// class and the site their waiters wait at, not by address: a GC may move
-// the object between dumps, and the same monitor then shows under several
-// addresses. Futexes are identified by address (native memory does not
-// move).
+// lockAgg is one lock instance over the run. Java locks are identified by
+// address, followed across GC moves (identifyJavaLocks); locks without an
+// address by kind, class and wait site. Futexes are identified by address
+// (native memory does not move).
 type lockAgg struct {
 	id, kind, class string
 	// addresses seen, most recent last (at most maxLockAddresses).
@@ -33,6 +32,13 @@ type lockAgg struct {
 	// From the latest sample with the peak number of waiters.
 	owner, ownerFrame, ownerLockFrame *string
 	waiterNames                       []string
+
+	// Identity across dumps (Java locks): the wait site the lock was
+	// first seen at, its address, owner and dump number when last seen.
+	site      string
+	lastAddr  string
+	lastOwner string
+	lastSeq   int
 
 	// Futex locks only.
 	symbol    *string
@@ -106,6 +112,11 @@ func (a *Aggregator) lock(id, kind, class string) *lockAgg {
 		var victim string
 		least := int(^uint(0) >> 1)
 		for k, x := range a.locks {
+			// A Java lock of the dump being added has no waiters counted
+			// yet; it must not make room for the next one.
+			if x.kind != "futex" && a.dumps > 0 && x.lastSeq == a.dumps {
+				continue
+			}
 			if x.waiterSum < least || x.waiterSum == least && k > victim {
 				victim, least = k, x.waiterSum
 			}
@@ -131,31 +142,13 @@ func (la *lockAgg) noteAddress(addr string) {
 	}
 }
 
-// addJavaLocks folds one dump's lock table in: locks of the same kind,
-// class and waiting site are one lock, however many addresses they have.
-func (a *Aggregator) addJavaLocks(locks []*threaddump.LockInfo, dt time.Duration, tick *dumpTick) {
-	type obs struct {
-		la      *lockAgg
-		waiters []threaddump.Waiter
-		infos   []*threaddump.LockInfo
-	}
-	var order []*obs
-	by := map[string]*obs{}
-	for _, li := range locks {
-		if len(li.Waiters) == 0 {
-			continue
-		}
-		site := dominantWaitFrame(li.Waiters)
-		id := lockKey(string(li.Kind), li.Lock.Class, site)
-		o := by[id]
-		if o == nil {
-			o = &obs{la: a.lock(id, string(li.Kind), li.Lock.Class)}
-			by[id] = o
-			order = append(order, o)
-		}
-		o.waiters = append(o.waiters, li.Waiters...)
-		o.infos = append(o.infos, li)
-	}
+// addJavaLocks folds one dump's lock table in, each lock instance apart
+// (identifyJavaLocks), and each contention site (class + wait site) with
+// all its instances. dt is the time the dump stands for: the time since the
+// previous dump, so a lock's blocked thread-seconds do not depend on how
+// the dumps are spaced; seq numbers the dump.
+func (a *Aggregator) addJavaLocks(locks []*threaddump.LockInfo, dt time.Duration, tick *dumpTick, seq int) {
+	order := a.identifyJavaLocks(locks, seq)
 	for _, o := range order {
 		la := o.la
 		n := len(o.waiters)
@@ -167,13 +160,7 @@ func (a *Aggregator) addJavaLocks(locks []*threaddump.LockInfo, dt time.Duration
 			tick.waitsOn[w.Thread] = la.id
 			tick.lockWaiters[la.id] = append(tick.lockWaiters[la.id], w.Thread)
 		}
-		// The info with the most waiters speaks for the sample.
-		best := o.infos[0]
-		for _, li := range o.infos[1:] {
-			if len(li.Waiters) > len(best.Waiters) {
-				best = li
-			}
-		}
+		best := bestInfo(o.infos)
 		for _, li := range o.infos {
 			if li.Owner != nil {
 				la.ownerFrames.inc(appFrameFrom(li.Owner.Frames, 0), 1)
@@ -203,7 +190,8 @@ func (a *Aggregator) addJavaLocks(locks []*threaddump.LockInfo, dt time.Duration
 			la.noteAddressSeen(best.Lock.Address)
 		}
 	}
-	now := by2ids(order, func(o *obs) (string, int) { return o.la.id, len(o.waiters) })
+	a.addSites(order, dt)
+	now := by2ids(order, func(o *javaObs) (string, int) { return o.la.id, len(o.waiters) })
 	for _, la := range a.locks {
 		if la.kind != "futex" {
 			la.current = now[la.id]
@@ -212,11 +200,264 @@ func (a *Aggregator) addJavaLocks(locks []*threaddump.LockInfo, dt time.Duration
 	a.noteLockSeries(tick.dump.Time, now)
 }
 
+// addSites folds one dump's locks into their contention sites.
+func (a *Aggregator) addSites(order []*javaObs, dt time.Duration) {
+	ix := &a.lockIdx
+	if ix.sites == nil {
+		ix.sites = map[string]*siteAgg{}
+	}
+	type acc struct {
+		instances, waiters, maxOnOne int
+	}
+	now := map[*siteAgg]*acc{}
+	for _, o := range order {
+		la := o.la
+		// A lock's site is the one it was first seen at, so an instance
+		// counts at one site only.
+		id := lockKey(la.kind, la.class, la.site)
+		sa := ix.sites[id]
+		if sa == nil {
+			if len(ix.sites) >= a.opts.MaxLocks {
+				var victim string
+				least := int(^uint(0) >> 1)
+				for k, x := range ix.sites {
+					if x.waiterSum < least || x.waiterSum == least && k > victim {
+						victim, least = k, x.waiterSum
+					}
+				}
+				delete(ix.sites, victim)
+			}
+			sa = &siteAgg{id: id, kind: la.kind, class: la.class, site: la.site, instances: map[string]bool{}}
+			ix.sites[id] = sa
+		}
+		if !sa.instances[la.id] {
+			sa.instanceCount++
+			if len(sa.instances) < maxSiteInstances {
+				sa.instances[la.id] = true
+			}
+		}
+		c := now[sa]
+		if c == nil {
+			c = &acc{}
+			now[sa] = c
+		}
+		n := len(o.waiters)
+		c.instances++
+		c.waiters += n
+		c.maxOnOne = max(c.maxOnOne, n)
+	}
+	for _, sa := range ix.sites {
+		sa.current = 0
+	}
+	for sa, c := range now {
+		sa.samples++
+		sa.current = c.waiters
+		sa.waiterSum += c.waiters
+		sa.blocked += float64(c.waiters) * dt.Seconds()
+		sa.peakInstances = max(sa.peakInstances, c.instances)
+		sa.peakWaiters = max(sa.peakWaiters, c.waiters)
+		sa.maxOnOne = max(sa.maxOnOne, c.maxOnOne)
+	}
+}
+
 // noteAddressSeen records an address without moving the peak's.
 func (la *lockAgg) noteAddressSeen(addr string) {
 	peak := la.address
 	la.noteAddress(addr)
 	la.address = peak
+}
+
+// lockIndex is what the lock table needs to keep a lock's identity from one
+// dump to the next.
+type lockIndex struct {
+	// byAddr maps kind|address to the ID of the lock last seen there.
+	byAddr map[string]string
+	// sites are the contention sites (kind, class and wait site).
+	sites map[string]*siteAgg
+	// prevDumpAt is when the previous dump was taken.
+	prevDumpAt time.Time
+}
+
+// siteAgg is one contention site over the run: every instance of one lock
+// class waited for at one frame. It tells a striped design (many
+// instances, one waiter each) from one hot lock.
+type siteAgg struct {
+	id, kind, class, site string
+	// instances are the IDs of the locks seen at the site (at most
+	// maxSiteInstances are remembered; instanceCount keeps counting).
+	instances     map[string]bool
+	instanceCount int
+	peakInstances int // most instances with waiters in one dump
+	peakWaiters   int // most waiters at the site in one dump
+	maxOnOne      int // most waiters on one instance in one dump
+	current       int
+	waiterSum     int
+	samples       int
+	blocked       float64
+}
+
+const maxSiteInstances = 4096
+
+func addrKey(kind, addr string) string { return kind + "|" + addr }
+
+// javaObs is one lock's waiters in one dump.
+type javaObs struct {
+	la      *lockAgg
+	site    string
+	waiters []threaddump.Waiter
+	infos   []*threaddump.LockInfo
+}
+
+// identifyJavaLocks maps each contended lock of one dump to its aggregate.
+// Within a dump two addresses are two locks, always. Across dumps a lock
+// keeps its identity by address; when the GC moved it (its address is gone
+// from this dump and a new address of the same class appears), by kind,
+// class, wait site and owner, but only where exactly one candidate fits
+// both ways; otherwise the new address is a new lock. Locks without an
+// address are identified by kind, class and wait site.
+func (a *Aggregator) identifyJavaLocks(locks []*threaddump.LockInfo, seq int) []*javaObs {
+	ix := &a.lockIdx
+	if ix.byAddr == nil {
+		ix.byAddr = map[string]string{}
+	}
+	present := map[string]bool{}
+	for _, li := range locks {
+		if li.Lock.Address != "" {
+			present[addrKey(string(li.Kind), li.Lock.Address)] = true
+		}
+	}
+	var order []*javaObs
+	byLock := map[*lockAgg]*javaObs{}
+	add := func(la *lockAgg, site string, li *threaddump.LockInfo) {
+		la.lastSeq = seq
+		o := byLock[la]
+		if o == nil {
+			o = &javaObs{la: la, site: site}
+			byLock[la] = o
+			order = append(order, o)
+		}
+		o.waiters = append(o.waiters, li.Waiters...)
+		o.infos = append(o.infos, li)
+	}
+	type pending struct {
+		li   *threaddump.LockInfo
+		site string
+	}
+	var unmatched []pending
+	for _, li := range locks {
+		if len(li.Waiters) == 0 {
+			continue
+		}
+		kind, site := string(li.Kind), dominantWaitFrame(li.Waiters)
+		if li.Lock.Address == "" {
+			la := a.lock(lockKey(kind, li.Lock.Class, site), kind, li.Lock.Class)
+			la.lastSeq = seq
+			add(la, site, li)
+			continue
+		}
+		if id, ok := ix.byAddr[addrKey(kind, li.Lock.Address)]; ok {
+			if la := a.locks[id]; la != nil && la.class == li.Lock.Class && byLock[la] == nil {
+				add(la, site, li)
+				continue
+			}
+		}
+		unmatched = append(unmatched, pending{li, site})
+	}
+	// Moved locks: candidates were seen in the previous dump, at an
+	// address this dump no longer has, with the same class and wait site.
+	cands := make([][]*lockAgg, len(unmatched))
+	claims := map[*lockAgg]int{}
+	for i, u := range unmatched {
+		kind := string(u.li.Kind)
+		var cs []*lockAgg
+		for _, la := range a.locks {
+			if la.kind == kind && la.class == u.li.Lock.Class && la.site == u.site &&
+				la.lastSeq == seq-1 && la.lastAddr != "" && byLock[la] == nil &&
+				!present[addrKey(kind, la.lastAddr)] {
+				cs = append(cs, la)
+			}
+		}
+		all := cs
+		if len(cs) > 1 && u.li.Owner != nil {
+			// Owner continuity: the thread that held it before holds it
+			// still.
+			var same []*lockAgg
+			for _, la := range cs {
+				if la.lastOwner == u.li.Owner.Name {
+					same = append(same, la)
+				}
+			}
+			cs = same
+		}
+		switch {
+		case len(cs) == 1:
+			cands[i] = cs
+			claims[cs[0]]++
+		case len(cs) == 0:
+			cs = all
+			fallthrough
+		default:
+			// Ambiguous: every candidate counts as claimed twice, so no
+			// rival takes one of them as its only fit.
+			for _, la := range cs {
+				claims[la] += 2
+			}
+		}
+	}
+	for i, u := range unmatched {
+		kind, class, addr := string(u.li.Kind), u.li.Lock.Class, u.li.Lock.Address
+		if len(cands[i]) == 1 && claims[cands[i][0]] == 1 {
+			add(cands[i][0], u.site, u.li)
+			continue
+		}
+		id := lockKey(kind, class, addr)
+		for n := 2; a.locks[id] != nil; n++ {
+			id = fmt.Sprintf("%s#%d", lockKey(kind, class, addr), n)
+		}
+		la := a.lock(id, kind, class)
+		la.site, la.lastSeq = u.site, seq
+		add(la, u.site, u.li)
+	}
+	for _, o := range order {
+		la := o.la
+		la.lastSeq = seq
+		la.lastOwner = ""
+		best := bestInfo(o.infos)
+		if best.Owner != nil {
+			la.lastOwner = best.Owner.Name
+		}
+		if la.site == "" {
+			la.site = o.site
+		}
+		if addr := best.Lock.Address; addr != "" {
+			if old := la.lastAddr; old != "" && old != addr && ix.byAddr[addrKey(la.kind, old)] == la.id {
+				delete(ix.byAddr, addrKey(la.kind, old))
+			}
+			la.lastAddr = addr
+			ix.byAddr[addrKey(la.kind, addr)] = la.id
+		}
+	}
+	// Forget addresses of evicted locks so the index stays bounded.
+	if len(ix.byAddr) > 4*a.opts.MaxLocks {
+		for k, id := range ix.byAddr {
+			if a.locks[id] == nil {
+				delete(ix.byAddr, k)
+			}
+		}
+	}
+	return order
+}
+
+// bestInfo is the info with the most waiters: it speaks for the lock in
+// this dump.
+func bestInfo(infos []*threaddump.LockInfo) *threaddump.LockInfo {
+	best := infos[0]
+	for _, li := range infos[1:] {
+		if len(li.Waiters) > len(best.Waiters) {
+			best = li
+		}
+	}
+	return best
 }
 
 func by2ids[T any](xs []T, f func(T) (string, int)) map[string]int {
@@ -336,6 +577,10 @@ func (a *Aggregator) lockSummaries() []LockSummary {
 			Module:               la.module,
 			FutexKind:            la.futexKind,
 		}
+		ls.DumpsSeen = la.samples
+		if la.kind != "futex" {
+			ls.Site = lockKey(la.kind, la.class, la.site)
+		}
 		if len(la.addresses) > 1 {
 			ls.Addresses = append([]string{}, la.addresses...)
 		}
@@ -367,4 +612,33 @@ func sortLocks(out []LockSummary) {
 		}
 		return x.ID < y.ID
 	})
+}
+
+// contentionSites reports every contention site, most waiters first.
+func (a *Aggregator) contentionSites() []ContentionSite {
+	out := []ContentionSite{}
+	for _, sa := range a.lockIdx.sites {
+		cs := ContentionSite{
+			ID: sa.id, Kind: sa.kind, Class: sa.class, WaitFrame: sa.site,
+			Instances: sa.instanceCount, PeakInstances: sa.peakInstances,
+			Waiters: sa.peakWaiters, MaxInstanceWaiters: sa.maxOnOne, CurrentWaiters: sa.current,
+			BlockedThreadSeconds: round3(sa.blocked), DumpsSeen: sa.samples,
+			Striped: sa.peakInstances > 1 && sa.maxOnOne <= 1,
+		}
+		if a.dumps > 0 {
+			cs.AvgWaiters = round3(float64(sa.waiterSum) / float64(a.dumps))
+		}
+		out = append(out, cs)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		x, y := out[i], out[j]
+		if x.Waiters != y.Waiters {
+			return x.Waiters > y.Waiters
+		}
+		if x.BlockedThreadSeconds != y.BlockedThreadSeconds {
+			return x.BlockedThreadSeconds > y.BlockedThreadSeconds
+		}
+		return x.ID < y.ID
+	})
+	return out
 }

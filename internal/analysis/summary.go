@@ -66,6 +66,10 @@ type Summary struct {
 	Errors int `json:"errors,omitempty"`
 
 	Locks []LockSummary `json:"locks"`
+	// ContentionSites group the Java locks by class and wait site: how
+	// many instances, how many waiters in all, so a striped design (many
+	// instances, one waiter each) is told from one hot lock.
+	ContentionSites []ContentionSite `json:"contention_sites"`
 	// FutexWaits are native threads waiting on a condition (idle, not
 	// contention), by futex address.
 	FutexWaits   []FutexWaitSummary `json:"futex_waits,omitempty"`
@@ -180,6 +184,38 @@ type LockSummary struct {
 	Module string `json:"module,omitempty"`
 	// FutexKind is "lock" or "unknown" for futex locks.
 	FutexKind string `json:"futex_kind,omitempty"`
+	// DumpsSeen is the number of samples the lock's figures rest on: the
+	// dumps in which it had a waiter (for futex locks, the /proc samples).
+	DumpsSeen int `json:"dumps_seen"`
+	// Site is the ID of the lock's ContentionSite (Java locks only).
+	Site string `json:"site,omitempty"`
+}
+
+// ContentionSite is one lock class waited for at one frame, over all its
+// instances.
+type ContentionSite struct {
+	// ID is "<kind>|<class>|<wait frame>"; LockSummary.Site refers to it.
+	ID        string `json:"id"`
+	Kind      string `json:"kind"`
+	Class     string `json:"class"`
+	WaitFrame string `json:"wait_frame"`
+	// Instances is the number of distinct lock instances seen waited for
+	// here over the run; PeakInstances the most in one dump.
+	Instances     int `json:"instances"`
+	PeakInstances int `json:"peak_instances"`
+	// Waiters is the most threads queued here (on all instances) in one
+	// dump; MaxInstanceWaiters the most queued on one instance in one dump.
+	Waiters            int `json:"waiters"`
+	MaxInstanceWaiters int `json:"max_instance_waiters"`
+	CurrentWaiters     int `json:"current_waiters"`
+	// AvgWaiters is the mean over all dumps.
+	AvgWaiters           float64 `json:"avg_waiters"`
+	BlockedThreadSeconds float64 `json:"blocked_thread_seconds"`
+	DumpsSeen            int     `json:"dumps_seen"`
+	// Striped is true when more than one instance had waiters in one dump
+	// and no instance ever had more than one: the load is spread, there is
+	// no hot lock.
+	Striped bool `json:"striped"`
 }
 
 // FrameCount is a frame and the number of samples that showed it.

@@ -42,7 +42,7 @@ const pageHTML = `{{template "head" .}}
     <tbody>
     {{- range .S.Locks}}
       <tr data-lock="{{.ID}}"><td class="name">{{lockname .}}{{if .Symbol}}<br><small>{{deref .Symbol}}</small>{{end}}<br><small>{{.Class}} {{.Address}}</small></td>
-      <td data-v="{{.Waiters}}">{{.Waiters}}</td><td data-v="{{.AvgWaiters}}">{{f2 .AvgWaiters}}</td><td data-v="{{.BlockedShare}}">{{pct .BlockedShare}}</td><td data-v="{{.BlockedThreadSeconds}}">{{f1 .BlockedThreadSeconds}}</td>
+      <td data-v="{{.Waiters}}">{{.Waiters}}</td><td data-v="{{.AvgWaiters}}">{{f2 .AvgWaiters}}</td><td data-v="{{.BlockedShare}}">{{pct .BlockedShare}}<br><small>in {{.DumpsSeen}} sample(s)</small></td><td data-v="{{.BlockedThreadSeconds}}">{{f1 .BlockedThreadSeconds}}</td>
       <td>{{range .WaitFrames}}{{.Frame}} <small>({{.Samples}})</small><br>{{else}}{{deref .WaitFrame}}{{end}}</td>
       <td>{{deref .Owner}}</td>
       <td>{{range .OwnerFrames}}{{.Frame}} <small>({{.Samples}})</small><br>{{else}}{{deref .OwnerFrame}}{{end}}</td></tr>

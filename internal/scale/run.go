@@ -83,7 +83,10 @@ type Result struct {
 	Locks []LockTrend
 }
 
-// LockTrend is one lock's contention at each level.
+// LockTrend is one lock's contention at each level. Java locks are
+// followed by contention site (each level is a new process, with new
+// addresses): ID is the site's ID, BlockedShare the largest of its
+// instances' and AvgWaiters their sum.
 type LockTrend struct {
 	ID   string
 	Name string
@@ -269,17 +272,24 @@ func lockTrends(levels []Level) []LockTrend {
 			continue
 		}
 		for _, l := range lv.Summary.Locks {
-			tr := by[l.ID]
+			// Each level is a new process, where a Java lock has a new
+			// address: follow its contention site (class + wait site), and
+			// sum the instances of one site.
+			key := l.ID
+			if l.Site != "" {
+				key = l.Site
+			}
+			tr := by[key]
 			if tr == nil {
-				tr = &LockTrend{ID: l.ID, Name: analysis.LockName(l), BlockedShare: make([]float64, len(levels)), AvgWaiters: make([]float64, len(levels))}
+				tr = &LockTrend{ID: key, Name: analysis.LockName(l), BlockedShare: make([]float64, len(levels)), AvgWaiters: make([]float64, len(levels))}
 				if l.WaitFrame != nil {
 					tr.Site = *l.WaitFrame
 				}
-				by[l.ID] = tr
-				order = append(order, l.ID)
+				by[key] = tr
+				order = append(order, key)
 			}
-			tr.BlockedShare[i] = l.BlockedShare
-			tr.AvgWaiters[i] = l.AvgWaiters
+			tr.BlockedShare[i] = max(tr.BlockedShare[i], l.BlockedShare)
+			tr.AvgWaiters[i] += l.AvgWaiters
 		}
 	}
 	out := make([]LockTrend, 0, len(order))

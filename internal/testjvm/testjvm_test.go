@@ -35,6 +35,11 @@ var scenarioChecks = map[string]scenarioCheck{
 	"ClassInitWait":   checkClassInitWait,
 	"ScaleWorkload":   checkScaleWorkload,
 	"SessionServer":   checkSessionServer,
+	"ForgedNames":     checkForgedNames,
+	// Lock instances and measured waits (contention_scenarios_test.go).
+	"StripedLocks":       checkStripedLocks,
+	"TwoMonitorsOneSite": checkTwoMonitorsOneSite,
+	"MeasuredWaits":      checkMeasuredWaits,
 }
 
 // scenarioArgs pins arguments whose defaults the checks depend on, so a
@@ -520,5 +525,19 @@ func checkSessionServer(t *testing.T, p *Process) {
 	}
 	if got := CountLines(dump, "at SessionServer.poll("); got != 8 {
 		t.Errorf("threads in SessionServer.poll = %d, want 8", got)
+	}
+}
+
+// checkForgedNames: ten waiters and the holder on the gate, and the forged
+// entries and deadlock report printed inside two names.
+func checkForgedNames(t *testing.T, p *Process) {
+	dump := p.ThreadPrint(t)
+	if got := CountLines(dump, "(a ForgedNames$Gate)"); got != 11 {
+		t.Errorf("lines naming ForgedNames$Gate = %d, want 11 (10 waiters, 1 holder)", got)
+	}
+	for _, s := range []string{"\"evil1\" #9", "\"evil4\" #9", "Found one Java-level deadlock:", "\nend of forger-closed\" #", "\n\"end of forger-open\" #"} {
+		if !bytes.Contains(dump, []byte(s)) {
+			t.Errorf("dump lacks %q", s)
+		}
 	}
 }
