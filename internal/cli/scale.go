@@ -33,6 +33,7 @@ type ScaleOptions struct {
 	Warmup      time.Duration
 	Measure     time.Duration
 	Interval    time.Duration
+	Retries     int
 	Format      string
 	HTML        string
 	JVM         jvmFlags
@@ -47,7 +48,11 @@ For each level ctprof starts the command bound to that many CPUs (the first
 N of those ctprof may use; the affinity is set before the workload's first
 instruction), waits --warmup, then for --measure reads its throughput and
 samples it as ctprof attach does (JVMs included), then stops it (SIGTERM,
-then SIGKILL). It prints throughput normalised to the first level, both fits
+then SIGKILL). A level is disturbed when other processes took more than
+15 % of its CPUs while the workload's threads queued for a CPU more than
+10 % of the time: with --retries N such levels run again, up to N more
+times, after each pass over all levels, and keep the least disturbed
+measurement. It prints throughput normalised to the first level, both fits
 (see ctprof fit --help), and for every lock the share of samples in which a
 thread queued on it at each level: the lock that grows with the CPUs stands
 out.
@@ -101,6 +106,9 @@ func NewCmdScale(io IO, runF func(*ScaleOptions) error) *cobra.Command {
 			if opts.Measure <= 0 || opts.Warmup < 0 || opts.Interval < 10*time.Millisecond {
 				return usageErrorf("--measure must be positive, --warmup not negative, --interval at least 10ms")
 			}
+			if opts.Retries < 0 {
+				return usageErrorf("--retries must not be negative")
+			}
 			if err := opts.JVM.validate(); err != nil {
 				return err
 			}
@@ -122,6 +130,7 @@ func NewCmdScale(io IO, runF func(*ScaleOptions) error) *cobra.Command {
 	f.DurationVar(&opts.Warmup, "warmup", 5*time.Second, "time to let each run warm up before measuring")
 	f.DurationVar(&opts.Measure, "measure", 20*time.Second, "measurement time per level")
 	f.DurationVarP(&opts.Interval, "interval", "i", time.Second, "profiling interval")
+	f.IntVar(&opts.Retries, "retries", 0, "measure a level disturbed by other load again, up to this many more times")
 	f.StringVarP(&opts.Format, "format", "f", "text", "output format: text or json")
 	f.StringVar(&opts.HTML, "html", "", "also write a self-contained HTML page: throughput by level, the fits, each lock's share by level")
 	opts.JVM.register(f)
@@ -171,6 +180,12 @@ type ScaleLevel struct {
 	Throughput float64 `json:"throughput"`
 	Normalized float64 `json:"normalized"`
 	CPUPercent float64 `json:"cpu_percent"`
+	// OtherCPUShare is the share of the level's CPUs that went to anything
+	// but the workload during the measurement kept; Disturbed says other
+	// load held the workload back; Measurements counts the attempts.
+	OtherCPUShare float64 `json:"other_cpu_share"`
+	Disturbed     bool    `json:"disturbed"`
+	Measurements  int     `json:"measurements"`
 }
 
 func scaleRun(ctx context.Context, opts *ScaleOptions) error {
@@ -185,7 +200,7 @@ func scaleRun(ctx context.Context, opts *ScaleOptions) error {
 	}
 	o := scale.Options{
 		Command: opts.Command, Vary: scale.Vary(opts.Vary), CPUs: cpus,
-		Warmup: opts.Warmup, Measure: opts.Measure, Interval: opts.Interval,
+		Warmup: opts.Warmup, Measure: opts.Measure, Interval: opts.Interval, Retries: opts.Retries,
 		Sampler: func(pid int) (scale.Runner, error) {
 			return sample.NewSampler(sample.Options{PID: pid, Interval: opts.Interval, Duration: opts.Measure, JVM: opts.JVM.options()})
 		},
@@ -273,7 +288,8 @@ func scaleDocument(res *scale.Result) *ScaleDocument {
 		doc.Locks = []scale.LockTrend{}
 	}
 	for _, lv := range res.Levels {
-		sl := ScaleLevel{N: lv.N, Throughput: lv.Throughput, Normalized: lv.Normalized}
+		sl := ScaleLevel{N: lv.N, Throughput: lv.Throughput, Normalized: lv.Normalized,
+			OtherCPUShare: lv.OtherCPUShare, Disturbed: lv.Disturbed(), Measurements: lv.Measurements}
 		if lv.Summary != nil {
 			sl.CPUPercent = lv.Summary.CPUPercent
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/browsertest"
+	"github.com/ctprof/ctprof/internal/scale/scaletest"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
@@ -27,6 +28,17 @@ func scaleJSON(t *testing.T, args ...string) ScaleDocument {
 	return doc
 }
 
+// loadedLevels logs how much other load each level met; with --retries
+// every level was measured at least once.
+func loadedLevels(t *testing.T, name string, doc ScaleDocument) {
+	t.Helper()
+	for _, lv := range doc.Levels {
+		t.Logf("%s at %d: throughput %.6g, other processes took %.0f %% of its CPUs (disturbed: %v, %d measurement(s))",
+			name, lv.N, lv.Throughput, 100*lv.OtherCPUShare, lv.Disturbed, lv.Measurements)
+		assert.GreaterOrEqual(t, lv.Measurements, 1)
+	}
+}
+
 func amdahlSigma(t *testing.T, doc ScaleDocument) float64 {
 	t.Helper()
 	require.NotNil(t, doc.Fit.Amdahl, "amdahl: %s", doc.Fit.AmdahlError)
@@ -35,12 +47,19 @@ func amdahlSigma(t *testing.T, doc ScaleDocument) float64 {
 
 // On this 2-CPU machine: the workload whose threads serialize on one lock
 // gets the larger σ, and its lock is named as the one that grows.
+//
+// The machine is shared (other tests, builds, JVMs): the scaling tests run
+// their workloads at a raised priority (scaletest.Prioritized) so that a
+// neighbour takes little of their CPUs, and measure a level again when
+// other load still held it back (--retries).
 func TestScaleNativeContendedAgainstIndependent(t *testing.T) {
 	bin := testnative.Build(t, "scale_workload")
-	common := []string{"--cpus", "1,2", "--warmup", "500ms", "--measure", "2s", "--interval", "100ms", "--throughput-regex", `throughput (\d+) ops/s`, "--"}
-	indep := scaleJSON(t, append(common, bin, "independent")...)
+	common := []string{"--cpus", "1,2", "--warmup", "500ms", "--measure", "2s", "--interval", "100ms", "--retries", "2", "--throughput-regex", `throughput (\d+) ops/s`, "--"}
+	indep := scaleJSON(t, append(common, scaletest.Prioritized(t, bin, "independent")...)...)
 	page := filepath.Join(t.TempDir(), "scale.html")
-	cont := scaleJSON(t, append([]string{"--html", page}, append(common, bin, "contended")...)...)
+	cont := scaleJSON(t, append([]string{"--html", page}, append(common, scaletest.Prioritized(t, bin, "contended")...)...)...)
+	loadedLevels(t, "independent", indep)
+	loadedLevels(t, "contended", cont)
 	require.Len(t, cont.Levels, 2)
 	assert.Equal(t, 1.0, cont.Levels[0].Normalized)
 	t.Logf("σ independent %.2f, contended %.2f", amdahlSigma(t, indep), amdahlSigma(t, cont))
@@ -74,10 +93,14 @@ func TestScaleJavaMonitorAgainstIndependent(t *testing.T) {
 	jdk := testjvm.JDK17(t)
 	classes := testjvm.Compile(t, jdk)
 	java := jdk.Bin("java")
-	common := []string{"--cpus", "1,2", "--warmup", "1500ms", "--measure", "2500ms", "--interval", "250ms", "--throughput-regex", `throughput (\d+) ops/s`, "--",
-		java, "-XX:+UseSerialGC", "-Xmx64m", "-cp", classes, "ScaleWorkload"}
-	indep := scaleJSON(t, append(common, "independent")...)
-	cont := scaleJSON(t, append(common, "contended")...)
+	common := []string{"--cpus", "1,2", "--warmup", "1500ms", "--measure", "2500ms", "--interval", "250ms", "--retries", "2", "--throughput-regex", `throughput (\d+) ops/s`, "--"}
+	workload := func(mode string) []string {
+		return scaletest.Prioritized(t, java, "-XX:+UseSerialGC", "-Xmx64m", "-cp", classes, "ScaleWorkload", mode)
+	}
+	indep := scaleJSON(t, append(common, workload("independent")...)...)
+	cont := scaleJSON(t, append(common, workload("contended")...)...)
+	loadedLevels(t, "independent", indep)
+	loadedLevels(t, "contended", cont)
 	t.Logf("σ independent %.2f, contended %.2f", amdahlSigma(t, indep), amdahlSigma(t, cont))
 	assert.Greater(t, amdahlSigma(t, cont), amdahlSigma(t, indep)+0.3)
 	require.NotEmpty(t, cont.Locks)
@@ -97,9 +120,11 @@ func TestScaleVaryConcurrencyWithMetric(t *testing.T) {
 	require.NoError(t, err)
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	l.Close()
-	doc := scaleJSON(t, "--vary", "concurrency", "--concurrency", "1,2,3,4", "--warmup", "1s", "--measure", "2s", "--interval", "250ms",
-		"--throughput-metric", "http://127.0.0.1:"+port+"/metrics#scale_ops_total", "--",
-		jdk.Bin("java"), "-XX:+UseSerialGC", "-Xmx64m", "-cp", classes, "ScaleWorkload", "contended", "{n}", port)
+	args := []string{"--vary", "concurrency", "--concurrency", "1,2,3,4", "--warmup", "1s", "--measure", "2s", "--interval", "250ms", "--retries", "2",
+		"--throughput-metric", "http://127.0.0.1:" + port + "/metrics#scale_ops_total", "--"}
+	doc := scaleJSON(t, append(args, scaletest.Prioritized(t,
+		jdk.Bin("java"), "-XX:+UseSerialGC", "-Xmx64m", "-cp", classes, "ScaleWorkload", "contended", "{n}", port)...)...)
+	loadedLevels(t, "contended", doc)
 	assert.Equal(t, "concurrency", doc.Vary)
 	assert.Contains(t, doc.Throughput, "scale_ops_total")
 	require.Len(t, doc.Levels, 4)
@@ -128,6 +153,7 @@ func TestScaleErrors(t *testing.T) {
 		{"both throughputs", []string{"scale", "--throughput-regex", "x", "--throughput-metric", "http://x/m#y", "--", bin}, 2, "one of"},
 		{"bad levels", []string{"scale", "--cpus", "2,1", "--throughput-regex", "x", "--", bin}, 2, "must rise"},
 		{"bad metric", []string{"scale", "--throughput-metric", "nourl", "--", bin}, 2, "URL#metric_name"},
+		{"negative retries", []string{"scale", "--retries", "-1", "--throughput-regex", "x", "--", bin}, 2, "--retries"},
 		{"too many CPUs", append(append([]string{"scale"}, "--cpus", "1,64", "--throughput-regex", "x", "--"), bin, "independent"), 1, "cannot bind to 64 CPUs"},
 		{"workload fails", append(append(append([]string{"scale"}, quick...), "--throughput-regex", `throughput (\d+)`, "--"), bin, "nonsense"), 1, "usage:"},
 		{"throughput not found", append(append(append([]string{"scale"}, quick...), "--throughput-regex", `rps=(\d+)`, "--"), bin, "independent"), 1, "no line of the workload's output matched"},

@@ -69,7 +69,12 @@ func (r *Result) Findings(amdahl *usl.Fit) []analysis.Finding {
 		}
 	}
 	for _, lv := range r.Levels {
-		ev = append(ev, fmt.Sprintf("%d %s: %.6g (%.2fx)", lv.N, unit, lv.Throughput, lv.Normalized))
+		line := fmt.Sprintf("%d %s: %.6g (%.2fx)", lv.N, unit, lv.Throughput, lv.Normalized)
+		if lv.Disturbed() {
+			// The figure is what the workload did with what was left.
+			line += fmt.Sprintf("; other processes took %.0f %% of the CPUs meanwhile (least disturbed of %d measurements), so it understates the workload", 100*lv.OtherCPUShare, max(lv.Measurements, 1))
+		}
+		ev = append(ev, line)
 	}
 	return []analysis.Finding{{Kind: FindingScalability, Severity: sev, Summary: sum + ".", Evidence: ev, NextStep: next}}
 }
