@@ -202,7 +202,7 @@ func TestCPUSaturation(t *testing.T) {
 		var threads []procfs.Thread
 		for p := 0; p < 6; p++ {
 			th := thread(10+p, fmt.Sprintf("spin-%d", p), 'R', 0, uint64(50*i), time.Duration(i)*300*time.Millisecond)
-			th.RunQueueWait = time.Duration(i) * 600 * time.Millisecond // waits twice as long as it runs
+			th.RunQueueWait = time.Duration(i) * 700 * time.Millisecond // runnable throughout, waiting 70 % of it
 			threads = append(threads, th)
 		}
 		a.Add(liveSnap(i, threads))
@@ -211,13 +211,14 @@ func TestCPUSaturation(t *testing.T) {
 	sc := s.Scheduling
 	require.NotNil(t, sc)
 	assert.Equal(t, 6.0, sc.RunnableAvg)
-	assert.InDelta(t, 2.0/3, sc.RunQueueWaitShare, 0.001)
-	assert.InDelta(t, 3.6, sc.WaitingForCPUAvg, 0.001)
+	assert.InDelta(t, 1.8, sc.RunningAvg, 0.001)
+	assert.InDelta(t, 0.7, sc.RunQueueWaitShare, 0.001)
+	assert.InDelta(t, 4.2, sc.WaitingForCPUAvg, 0.001)
 	assert.Len(t, sc.Suffering, 5)
 	f := findKind(s, FindingCPUSaturation)
 	require.NotNil(t, f)
 	assert.Equal(t, SeverityCritical, f.Severity)
-	assert.Contains(t, f.Summary, "6.0 threads runnable on average for 2 CPUs")
+	assert.Contains(t, f.Summary, "6.00 runnable on average for 2 CPUs, of which 4.20 wait in a run queue (70 % of their runnable time)")
 	assert.Equal(t, 0.9, s.CPUUse.ShareOfAllowed)
 }
 

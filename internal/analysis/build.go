@@ -75,6 +75,19 @@ func (a *Aggregator) summary(full bool) *Summary {
 		s.Timelines = a.timelineSummaries()
 		s.Findings = findings(s)
 	}
+	// docs/json.md calls these arrays: an empty one is [], never absent.
+	if s.Serialization == nil {
+		s.Serialization = []Serialization{}
+	}
+	if s.Wakeups == nil {
+		s.Wakeups = []Wakeup{}
+	}
+	if s.FutexWaits == nil {
+		s.FutexWaits = []FutexWaitSummary{}
+	}
+	if s.Timelines == nil {
+		s.Timelines = []Timeline{}
+	}
 	return s
 }
 

@@ -71,7 +71,7 @@ func findings(s *Summary) []Finding {
 		if l.Waiters < 2 && (s.Samples < 3 || l.BlockedShare < 0.5) {
 			continue
 		}
-		if inDeadlock[l.Kind+"|"+l.Class+"|"+l.Address] {
+		if inDeadlock[l.Resource+"|"+l.Class+"|"+l.Address] {
 			continue
 		}
 		// One waiter on each of many instances of one class at one site
@@ -88,12 +88,20 @@ func findings(s *Summary) []Finding {
 		if l.Waiters >= 5 || l.AvgWaiters >= 4 {
 			sev = SeverityCritical
 		}
-		owner := "an owner the dump does not name"
-		if l.Owner != nil {
-			owner = fmt.Sprintf("%q", *l.Owner)
+		owner := "held by an owner the dump does not name"
+		switch {
+		case l.Owner != nil:
+			owner = fmt.Sprintf("held by %q", *l.Owner)
 			if l.OwnerFrame != nil {
 				owner += " running " + *l.OwnerFrame
 			}
+		case l.Releaser != nil:
+			owner = fmt.Sprintf("nobody holds it while they wait; %q runs the same code without waiting", *l.Releaser)
+			if l.ReleaserFrame != nil {
+				owner += " (running " + *l.ReleaserFrame + ")"
+			}
+		case waitsForSignal(l):
+			owner = "no thread runs the same code without waiting"
 		}
 		where := ""
 		if l.WaitFrame != nil {
@@ -103,9 +111,18 @@ func findings(s *Summary) []Finding {
 		if l.Waiters == 1 {
 			verb = "queues"
 		}
+		if waitsForSignal(l) {
+			verb = "wait"
+			if l.Waiters == 1 && !series {
+				verb = "waits"
+			}
+		}
 		if series {
 			verb = "queue"
 			what = fmt.Sprintf("up to %d threads (%.1f on average, blocked in %.0f%% of dumps, seen in %s)", l.Waiters, l.AvgWaiters, 100*l.BlockedShare, plural(l.DumpsSeen, "dump"))
+			if waitsForSignal(l) {
+				verb = "wait"
+			}
 		}
 		// A single dump is a snapshot, not a measure of contention: it
 		// can say where threads queue, not that they always do.
@@ -115,7 +132,10 @@ func findings(s *Summary) []Finding {
 				where += " (seen in 1 dump)"
 			}
 		}
-		ev := []string{fmt.Sprintf("%s %s %s", l.Kind, l.Class, l.Address)}
+		ev := []string{fmt.Sprintf("%s %s %s", l.Resource, l.Class, l.Address)}
+		if len(l.WaitKinds) > 1 {
+			ev = append(ev, "how they wait, by waiter samples: "+WaitKindBreakdown(l.WaitKinds))
+		}
 		if l.OwnerLockFrame != nil {
 			ev = append(ev, "owner took it in "+*l.OwnerLockFrame)
 		}
@@ -126,13 +146,16 @@ func findings(s *Summary) []Finding {
 			ev = append(ev, lockSeriesEvidence(l)...)
 		}
 		next := "Shorten the critical section, split the lock, or replace it with a concurrent structure; look at what the owner does while holding it."
-		if l.Owner == nil && l.Kind == "synchronizer" {
+		switch {
+		case waitsForSignal(l):
+			next = "The waiters wait inside work for one thread to finish (a group commit, a transaction holding a row): make that thread's step shorter or batch more per step, or let callers go on without waiting for it."
+		case l.Owner == nil && l.Resource == "synchronizer":
 			next = "Take the dump with `jcmd <pid> Thread.print -l` to see which thread owns this lock; then shorten or split its critical section."
 		}
 		out = append(out, Finding{
 			Kind:     FindingLockHotspot,
 			Severity: sev,
-			Summary:  fmt.Sprintf("%s %s on %s %s%s, held by %s.", capitalize(what), verb, l.Kind, shortClass(l.Class), where, owner),
+			Summary:  fmt.Sprintf("%s %s on %s%s%s, %s.", capitalize(what), verb, LockName(l), waitHow(l), where, owner),
 			Evidence: ev,
 			NextStep: next,
 			impact:   1e6 + float64(l.Waiters)*1000 + l.AvgWaiters,
@@ -215,7 +238,102 @@ func LockName(l LockSummary) string {
 		}
 		return "futex " + l.Address
 	}
-	return l.Kind + " " + shortClass(l.Class)
+	what := l.Resource
+	if what == "" {
+		what = l.Kind
+	}
+	return what + " " + shortClass(l.Class)
+}
+
+// NoFindings says, when no rule fired, what the data showed instead, so the
+// text and HTML outputs state facts rather than a stock sentence.
+func NoFindings(s *Summary) string {
+	most, name := 0, ""
+	for _, l := range s.Locks {
+		if l.Waiters > most {
+			most, name = l.Waiters, LockName(l)
+		}
+	}
+	locks := "no thread waited on a lock"
+	if most > 0 {
+		locks = fmt.Sprintf("at most %s waited on one lock at once (%s)", plural(most, "thread"), name)
+	}
+	return fmt.Sprintf("None: %s, no deadlock, nothing stuck.", locks)
+}
+
+// WaitKindWords says how a thread of a wait kind waits ("re-acquiring it
+// after wait()"); empty for an unknown kind.
+func WaitKindWords(kind string) string { return waitKindWords[kind] }
+
+// waitKindWords says how a thread of each wait kind waits.
+var waitKindWords = map[string]string{
+	"monitor":      "entering it",
+	"relock":       "re-acquiring it after wait()",
+	"wait":         "in wait() inside work",
+	"synchronizer": "parked to acquire it",
+	"condition":    "awaiting a signal inside work",
+	"future":       "waiting for a result",
+	"class-init":   "waiting for its static initializer",
+}
+
+// waitsForSignal reports a lock whose waiters mostly wait for a signal
+// (a notify or a condition) rather than queue behind an owner.
+func waitsForSignal(l LockSummary) bool {
+	switch l.Kind {
+	case "wait", "condition", "future":
+		return true
+	case "relock":
+		return l.Owner == nil
+	}
+	return false
+}
+
+// waitHow says, in a sentence, how the waiters wait when that is not
+// plainly entering the lock: " (in wait() inside work, or re-acquiring it
+// after wait())".
+func waitHow(l LockSummary) string {
+	if (l.Kind == "monitor" || l.Kind == "synchronizer" || l.Kind == "futex") && len(l.WaitKinds) <= 1 {
+		return ""
+	}
+	var parts []string
+	for _, k := range sortedKinds(l.WaitKinds) {
+		if w := waitKindWords[k]; w != "" {
+			parts = append(parts, w)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", or ") + ")"
+}
+
+// WaitKindBreakdown lists waiter samples by wait kind, most first: "40
+// wait (in wait() inside work), 12 relock (re-acquiring it after wait())".
+func WaitKindBreakdown(m map[string]int) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range sortedKinds(m) {
+		p := fmt.Sprintf("%d %s", m[k], k)
+		if w := waitKindWords[k]; w != "" {
+			p += " (" + w + ")"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sortedKinds orders wait kinds by samples, most first, then by rank.
+func sortedKinds(m map[string]int) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if m[ks[i]] != m[ks[j]] {
+			return m[ks[i]] > m[ks[j]]
+		}
+		return ks[i] < ks[j]
+	})
+	return ks
 }
 
 func serializationFindings(s *Summary) []Finding {
@@ -350,37 +468,6 @@ func wakeupFindings(s *Summary) []Finding {
 		})
 	}
 	return out
-}
-
-func saturationFindings(s *Summary) []Finding {
-	sc := s.Scheduling
-	if sc == nil {
-		return nil
-	}
-	// Saturation means threads of this process queue for CPUs in earnest:
-	// a large share of a tiny runnable time is noise.
-	over := sc.CPUs > 0 && sc.RunnableAvg > float64(sc.CPUs)
-	if sc.WaitingForCPUAvg < 0.05 || sc.RunQueueWaitShare < 0.2 && !over {
-		return nil
-	}
-	sev := SeverityWarning
-	if sc.RunQueueWaitShare >= 0.5 {
-		sev = SeverityCritical
-	}
-	ev := []string{fmt.Sprintf("on average %.2f of its threads wait in a run queue; the host's load average is %.2f", sc.WaitingForCPUAvg, sc.HostLoad1)}
-	for _, t := range sc.Suffering {
-		ev = append(ev, fmt.Sprintf("%q (tid %d) waited %.0f %% of its runnable time; %s, nice %d, rt priority %d, CPUs %s",
-			t.Thread, t.TID, 100*t.RunQueueWaitShare, t.Policy, t.Nice, t.RTPriority, t.CPUsAllowed))
-	}
-	return []Finding{{
-		Kind:     FindingCPUSaturation,
-		Severity: sev,
-		Summary: fmt.Sprintf("Threads wait for a CPU %.0f %% of their runnable time: %.1f threads runnable on average for %d CPUs, %.1f involuntary switches per thread per second.",
-			100*sc.RunQueueWaitShare, sc.RunnableAvg, sc.CPUs, sc.InvoluntaryPerThreadPerSecond),
-		Evidence: ev,
-		NextStep: "Run fewer runnable threads than CPUs (smaller pools, no polling), check the affinity the process was given, and consider a fixed-priority scheduling class (chrt) for latency-critical threads: it cuts involuntary switches.",
-		impact:   3e5 + 100*sc.RunQueueWaitShare,
-	}}
 }
 
 func quoteList(names []string) string {

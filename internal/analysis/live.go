@@ -305,7 +305,14 @@ func (a *Aggregator) addLiveSeries(s *sample.Snapshot, running int) {
 		}
 		rq := a.timeline("run_queue_wait")
 		rq.add("threads waiting for a CPU", t, d.runQueueWait.Seconds()/sec)
-		rq.add("runnable threads", t, float64(running))
+		// Runnable from the same schedstat counters as the waiting, so the
+		// two lines agree (runnable >= waiting); state R at the tick
+		// without schedstat.
+		if busy := d.runTime + d.runQueueWait; busy > 0 {
+			rq.add("runnable threads", t, busy.Seconds()/sec)
+		} else {
+			rq.add("runnable threads", t, float64(running))
+		}
 	}
 	o.prevTotal, o.prevT = total, t
 	if s.Host != nil {

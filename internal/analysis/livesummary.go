@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ctprof/ctprof/internal/sample"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -175,6 +176,7 @@ func threadRow(tid int, ta *osThreadAgg) ThreadCPU {
 	}
 	if busy := d.runTime + d.runQueueWait; busy > 0 {
 		tc.RunQueueWaitShare = round3(d.runQueueWait.Seconds() / busy.Seconds())
+		tc.RunQueueWaitSeconds = round3(d.runQueueWait.Seconds())
 	}
 	return tc
 }
@@ -220,48 +222,71 @@ func (a *Aggregator) threadsPerConnection(threads, conns int) *ThreadsPerConnect
 	return t
 }
 
+// sufferingMinWait is the run-queue wait, as a share of the run, from
+// which a thread is named as one that suffers: a thread that ran a few
+// milliseconds and waited for most of them (a JIT compiler, an attach
+// listener) has a large share of a tiny time, not a CPU problem.
+const sufferingMinWait = 0.05
+
+// jvmAttachListener is the name of the HotSpot thread that serves attach
+// requests (ctprof's thread dumps).
+const jvmAttachListener = "Attach Listener"
+
 // scheduling describes CPU saturation: threads runnable against CPUs, the
-// time they wait in the run queue, and the threads that wait most.
+// time they wait in the run queue, and the threads that wait most. The
+// averages come from one source, schedstat's run time and run-queue wait
+// over the run, so runnable = running + waiting holds by construction
+// (sampling state R at ticks and dividing schedstat's wait by the wall
+// gave 1.9 runnable beside 2.59 waiting).
 func (a *Aggregator) scheduling(total counters, wall float64) *Scheduling {
 	o := a.os
 	cpus := 0
 	if a.target != nil {
 		cpus = a.target.CPUs
 	}
-	sc := &Scheduling{RunnableAvg: round3(float64(o.runnableSum) / float64(o.samples)), CPUs: cpus, Suffering: []ThreadCPU{}}
-	if busy := total.runTime + total.runQueueWait; busy > 0 {
+	sc := &Scheduling{CPUs: cpus, Suffering: []ThreadCPU{}}
+	if busy := total.runTime + total.runQueueWait; busy > 0 && wall > 0 {
+		sc.RunningAvg = round3(total.runTime.Seconds() / wall)
+		sc.WaitingForCPUAvg = round3(total.runQueueWait.Seconds() / wall)
+		sc.RunnableAvg = round3(sc.RunningAvg + sc.WaitingForCPUAvg)
 		sc.RunQueueWaitShare = round3(total.runQueueWait.Seconds() / busy.Seconds())
+	} else {
+		// No schedstat (or a single sample): threads in state R per
+		// sample, with nothing known of their waiting.
+		sc.RunnableAvg = round3(float64(o.runnableSum) / float64(o.samples))
 	}
 	if wall > 0 && len(o.threads) > 0 {
 		sc.InvoluntaryPerThreadPerSecond = round3(float64(total.involuntary) / wall / float64(len(o.threads)))
-		sc.WaitingForCPUAvg = round3(total.runQueueWait.Seconds() / wall)
 	}
 	if o.hostLast != nil {
 		sc.HostLoad1 = o.hostLast.Load1
 	}
-	// The threads that wait most for a CPU: run-queue wait share of at
-	// least 5 %, the busiest first among equals.
-	type row struct {
-		key   osKey
-		agg   *osThreadAgg
-		share float64
-		cpu   time.Duration
+	if wall <= 0 {
+		return sc
 	}
+	// The threads that waited longest for a CPU, by their wait over the
+	// run, from 5 % of it.
+	type row struct {
+		key  osKey
+		agg  *osThreadAgg
+		wait time.Duration
+	}
+	minWait := time.Duration(sufferingMinWait * wall * float64(time.Second))
+	jvm := a.target != nil && a.target.Kind == sample.KindJVM
 	var rows []row
 	for k, ta := range o.threads {
-		d := ta.last.sub(ta.base)
-		if busy := d.runTime + d.runQueueWait; busy > 0 {
-			if share := round3(d.runQueueWait.Seconds() / busy.Seconds()); share >= 0.05 {
-				rows = append(rows, row{k, ta, share, d.cpu})
-			}
+		// A JVM's attach listener runs when ctprof asks for a dump: its
+		// waiting is the observer's doing, not the program's.
+		if jvm && ta.name == jvmAttachListener {
+			continue
+		}
+		if d := ta.last.sub(ta.base); d.runQueueWait >= minWait && d.runQueueWait > 0 {
+			rows = append(rows, row{k, ta, d.runQueueWait})
 		}
 	}
 	for _, r := range topN(rows, 5, func(x, y row) bool {
-		if x.share != y.share {
-			return x.share > y.share
-		}
-		if x.cpu != y.cpu {
-			return x.cpu > y.cpu
+		if x.wait != y.wait {
+			return x.wait > y.wait
 		}
 		return x.key.tid < y.key.tid
 	}) {

@@ -29,8 +29,13 @@ type lockAgg struct {
 	waitFrames  boundedCounts
 	ownerFrames boundedCounts
 
+	// kinds counts the waiter samples of each wait kind
+	// (threaddump.WaitKind, or "futex").
+	kinds map[string]int
+
 	// From the latest sample with the peak number of waiters.
 	owner, ownerFrame, ownerLockFrame *string
+	releaser, releaserFrame           *string
 	waiterNames                       []string
 
 	// Identity across dumps (Java locks): the wait site the lock was
@@ -156,6 +161,7 @@ func (a *Aggregator) addJavaLocks(locks []*threaddump.LockInfo, dt time.Duration
 		la.waiterSum += n
 		la.blockedSeconds += float64(n) * dt.Seconds()
 		for _, w := range o.waiters {
+			la.noteKind(string(w.Kind), 1)
 			la.waitFrames.inc(waitFrame(w), 1)
 			tick.waitsOn[w.Thread] = la.id
 			tick.lockWaiters[la.id] = append(tick.lockWaiters[la.id], w.Thread)
@@ -170,6 +176,13 @@ func (a *Aggregator) addJavaLocks(locks []*threaddump.LockInfo, dt time.Duration
 			la.peak = n
 			la.noteAddress(best.Lock.Address)
 			la.owner, la.ownerFrame, la.ownerLockFrame = nil, nil, nil
+			la.releaser, la.releaserFrame = nil, nil
+			if r := best.Releaser; r != nil && best.Owner == nil {
+				la.releaser = strPtr(r.Name)
+				if best.ReleaserFrame >= 0 && best.ReleaserFrame < len(r.Frames) {
+					la.releaserFrame = strPtr(appFrameFrom(r.Frames, 0))
+				}
+			}
 			if ow := best.Owner; ow != nil {
 				la.owner = strPtr(ow.Name)
 				if len(ow.Frames) > 0 {
@@ -258,6 +271,30 @@ func (a *Aggregator) addSites(order []*javaObs, dt time.Duration) {
 		sa.peakWaiters = max(sa.peakWaiters, c.waiters)
 		sa.maxOnOne = max(sa.maxOnOne, c.maxOnOne)
 	}
+}
+
+// noteKind counts n waiter samples of one wait kind.
+func (la *lockAgg) noteKind(kind string, n int) {
+	if la.kinds == nil {
+		la.kinds = map[string]int{}
+	}
+	la.kinds[kind] += n
+}
+
+// principalKind is the wait kind most of the lock's waiter samples had
+// (ties go to the kind that queues behind an owner); the resource's kind
+// when there were none.
+func (la *lockAgg) principalKind() string {
+	best, n := "", 0
+	for k, c := range la.kinds {
+		if c > n || c == n && threaddump.WaitKindRank(threaddump.WaitKind(k)) < threaddump.WaitKindRank(threaddump.WaitKind(best)) {
+			best, n = k, c
+		}
+	}
+	if best == "" {
+		return la.kind
+	}
+	return best
 }
 
 // noteAddressSeen records an address without moving the peak's.
@@ -528,6 +565,7 @@ func (a *Aggregator) addFutexLocks(s *sample.Snapshot, dt time.Duration, names f
 			la.futexKind = string(fw.Kind)
 		}
 		n := len(fw.TIDs)
+		la.noteKind("futex", n)
 		la.samples++
 		la.waiterSum += n
 		la.blockedSeconds += float64(n) * dt.Seconds()
@@ -565,8 +603,10 @@ func (a *Aggregator) lockSummaries() []LockSummary {
 			denom = a.os.samples
 		}
 		ls := LockSummary{
-			ID: la.id, Kind: la.kind, Class: la.class, Address: la.address,
+			ID: la.id, Kind: la.principalKind(), Resource: la.kind, WaitKinds: map[string]int{},
+			Class: la.class, Address: la.address,
 			Owner: la.owner, OwnerFrame: la.ownerFrame, OwnerLockFrame: la.ownerLockFrame,
+			Releaser: la.releaser, ReleaserFrame: la.releaserFrame,
 			Waiters:              la.peak,
 			CurrentWaiters:       la.current,
 			WaiterThreads:        append([]string{}, la.waiterNames...),
@@ -576,6 +616,9 @@ func (a *Aggregator) lockSummaries() []LockSummary {
 			Symbol:               la.symbol,
 			Module:               la.module,
 			FutexKind:            la.futexKind,
+		}
+		for k, n := range la.kinds {
+			ls.WaitKinds[k] = n
 		}
 		ls.DumpsSeen = la.samples
 		if la.kind != "futex" {

@@ -57,9 +57,9 @@ type Summary struct {
 	Scheduling *Scheduling `json:"scheduling,omitempty"`
 	// Serialization lists, for contended locks, how far the lock
 	// serializes the pool its waiters belong to.
-	Serialization []Serialization `json:"serialization,omitempty"`
+	Serialization []Serialization `json:"serialization"`
 	// Wakeups lists pools whose threads wake often to do little.
-	Wakeups []Wakeup `json:"wakeups,omitempty"`
+	Wakeups []Wakeup `json:"wakeups"`
 	// JVM holds the JVM's own counters (hsperfdata), when read.
 	JVM *JVMSummary `json:"jvm,omitempty"`
 	// Errors counts the problems that did not stop sampling.
@@ -72,7 +72,7 @@ type Summary struct {
 	ContentionSites []ContentionSite `json:"contention_sites"`
 	// FutexWaits are native threads waiting on a condition (idle, not
 	// contention), by futex address.
-	FutexWaits   []FutexWaitSummary `json:"futex_waits,omitempty"`
+	FutexWaits   []FutexWaitSummary `json:"futex_waits"`
 	Deadlocks    []DeadlockSummary  `json:"deadlocks"`
 	Pools        []PoolSummary      `json:"pools"`
 	StackGroups  []StackGroup       `json:"stack_groups"`
@@ -83,7 +83,7 @@ type Summary struct {
 	Warnings []string `json:"warnings"`
 	// Timelines are downsampled time series over the run, one per chart;
 	// absent when the run has a single sample.
-	Timelines []Timeline `json:"timelines,omitempty"`
+	Timelines []Timeline `json:"timelines"`
 }
 
 // Timeline is one chart's worth of time series.
@@ -133,16 +133,25 @@ func (p *Point) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// LockSummary is one lock some thread queued on. Java locks of one class
-// waited for at one site are one lock, whatever their addresses (a GC moves
-// objects); futexes are identified by address.
+// LockSummary is one lock (an object instance, or a futex address) some
+// thread waited on: a thread that could not go on until another thread
+// acted. Java locks keep their identity by address, followed across GC
+// moves where exactly one candidate fits; futexes are identified by address.
 type LockSummary struct {
-	// ID identifies the lock within this summary ("monitor|<class>|<wait
-	// site>", "futex||<address>"); FoldedStack.ByLock refers to it.
+	// ID identifies the lock within this summary ("monitor|<class>|<first
+	// address>", "futex||<address>"); FoldedStack.ByLock refers to it.
 	ID string `json:"id"`
-	// Kind is "monitor", "synchronizer" or (native targets) "futex".
-	Kind  string `json:"kind"`
-	Class string `json:"class"`
+	// Kind is the wait kind most of its waiter samples had: "monitor"
+	// (entering), "relock" (re-acquiring after Object.wait), "wait"
+	// (Object.wait inside work), "synchronizer" (parked on a j.u.c. lock),
+	// "condition", "future", "class-init", or (native targets) "futex".
+	Kind string `json:"kind"`
+	// Resource is what the lock is: "monitor" (a Java object's monitor),
+	// "synchronizer" (a j.u.c. object threads park on) or "futex".
+	Resource string `json:"resource"`
+	// WaitKinds counts the waiter samples of each wait kind over the run.
+	WaitKinds map[string]int `json:"wait_kinds"`
+	Class     string         `json:"class"`
 	// Address is the lock's address at the peak; Addresses lists the
 	// addresses it had over the run when there were several.
 	Address   string   `json:"address"`
@@ -154,6 +163,12 @@ type LockSummary struct {
 	OwnerFrame *string `json:"owner_frame"`
 	// OwnerLockFrame is the owner's frame that acquired the lock.
 	OwnerLockFrame *string `json:"owner_lock_frame"`
+	// Releaser is, when nobody holds the lock and its waiters wait for a
+	// signal (a group commit), a thread working in the same code that is
+	// not waiting: the one they wait for. ReleaserFrame is its first
+	// application frame. Null otherwise.
+	Releaser      *string `json:"releaser"`
+	ReleaserFrame *string `json:"releaser_frame"`
 	// Waiters is the number of threads queued on the lock: in the one dump,
 	// or the peak over a series.
 	Waiters int `json:"waiters"`
@@ -325,10 +340,15 @@ type Totals struct {
 
 // Scheduling describes CPU saturation.
 type Scheduling struct {
-	// RunnableAvg is the average number of threads in state R (running or
-	// waiting for a CPU); compare with CPUs.
+	// RunnableAvg is the average number of threads runnable (running or
+	// waiting for a CPU): RunningAvg + WaitingForCPUAvg, from schedstat
+	// (run time plus run-queue wait, per second of the run). Without
+	// schedstat it is the threads in state R per sample. Compare with CPUs.
 	RunnableAvg float64 `json:"runnable_avg"`
-	CPUs        int     `json:"cpus"`
+	// RunningAvg is the average number of threads on a CPU (run time per
+	// second of the run).
+	RunningAvg float64 `json:"running_avg"`
+	CPUs       int     `json:"cpus"`
 	// RunQueueWaitShare is the share of runnable time spent waiting for a
 	// CPU rather than running.
 	RunQueueWaitShare float64 `json:"run_queue_wait_share"`
@@ -341,7 +361,8 @@ type Scheduling struct {
 	// InvoluntaryPerThreadPerSecond is the preemption rate of an average
 	// thread.
 	InvoluntaryPerThreadPerSecond float64 `json:"involuntary_per_thread_per_second"`
-	// Suffering are the threads that waited longest for a CPU, with their
+	// Suffering are the threads that waited longest for a CPU (by
+	// run-queue wait over the run, at least 5 % of it), with their
 	// scheduling policy, priority and affinity.
 	Suffering []ThreadCPU `json:"suffering"`
 }
@@ -452,6 +473,7 @@ type ThreadCPU struct {
 	VoluntaryPerSecond   float64 `json:"voluntary_per_second,omitempty"`
 	InvoluntaryPerSecond float64 `json:"involuntary_per_second,omitempty"`
 	RunQueueWaitShare    float64 `json:"run_queue_wait_share,omitempty"`
+	RunQueueWaitSeconds  float64 `json:"run_queue_wait_seconds,omitempty"`
 	Policy               string  `json:"policy,omitempty"`
 	Nice                 int     `json:"nice,omitempty"`
 	RTPriority           int     `json:"rt_priority,omitempty"`

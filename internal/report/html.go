@@ -202,7 +202,9 @@ var funcs = template.FuncMap{
 		}
 		return *p
 	},
-	"lockname": analysis.LockName,
+	"lockname":   analysis.LockName,
+	"nofindings": analysis.NoFindings,
+	"waitkinds":  analysis.WaitKindBreakdown,
 	"states": func(m map[string]int) string {
 		keys := make([]string, 0, len(m))
 		for k := range m {

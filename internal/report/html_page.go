@@ -9,7 +9,7 @@ const pageHTML = `{{template "head" .}}
 <section id="findings">
   <h2>Findings</h2>
   {{- if not .S.Findings}}
-  <p class="none">None: no lock has more than one waiter, no deadlock, nothing stuck.</p>
+  <p class="none">{{nofindings .S}}</p>
   {{- end}}
   {{- range .S.Findings}}
   {{template "finding" .}}
@@ -35,22 +35,23 @@ const pageHTML = `{{template "head" .}}
 </section>
 
 <section id="locks">
-  <h2>Locks threads queued on</h2>
+  <h2>Locks threads wait on</h2>
   {{- if .S.Locks}}
   <table id="table-locks" class="sortable">
-    <thead><tr><th>lock</th><th data-type="num">peak waiters</th><th data-type="num">avg waiters</th><th data-type="num">blocked share</th><th data-type="num">thread-seconds queued</th><th>where threads wait</th><th>owner</th><th>what the owner runs</th></tr></thead>
+    <thead><tr><th>lock</th><th>how threads wait</th><th data-type="num">peak waiters</th><th data-type="num">avg waiters</th><th data-type="num">blocked share</th><th data-type="num">thread-seconds queued</th><th>where threads wait</th><th>owner</th><th>what the owner runs</th></tr></thead>
     <tbody>
     {{- range .S.Locks}}
       <tr data-lock="{{.ID}}"><td class="name">{{lockname .}}{{if .Symbol}}<br><small>{{deref .Symbol}}</small>{{end}}<br><small>{{.Class}} {{.Address}}</small></td>
+      <td>{{.Kind}}{{if gt (len .WaitKinds) 1}}<br><small>{{waitkinds .WaitKinds}}</small>{{end}}</td>
       <td data-v="{{.Waiters}}">{{.Waiters}}</td><td data-v="{{.AvgWaiters}}">{{f2 .AvgWaiters}}</td><td data-v="{{.BlockedShare}}">{{pct .BlockedShare}}<br><small>in {{.DumpsSeen}} sample(s)</small></td><td data-v="{{.BlockedThreadSeconds}}">{{f1 .BlockedThreadSeconds}}</td>
       <td>{{range .WaitFrames}}{{.Frame}} <small>({{.Samples}})</small><br>{{else}}{{deref .WaitFrame}}{{end}}</td>
-      <td>{{deref .Owner}}</td>
-      <td>{{range .OwnerFrames}}{{.Frame}} <small>({{.Samples}})</small><br>{{else}}{{deref .OwnerFrame}}{{end}}</td></tr>
+      <td>{{if .Owner}}{{deref .Owner}}{{else if .Releaser}}nobody holds it; {{deref .Releaser}} runs the same code without waiting{{end}}</td>
+      <td>{{range .OwnerFrames}}{{.Frame}} <small>({{.Samples}})</small><br>{{else}}{{if .Owner}}{{deref .OwnerFrame}}{{else}}{{deref .ReleaserFrame}}{{end}}{{end}}</td></tr>
     {{- end}}
     </tbody>
   </table>
   {{- else}}
-  <p class="none">No thread queued on a lock.</p>
+  <p class="none">No thread waited on a lock.</p>
   {{- end}}
 </section>
 

@@ -88,7 +88,7 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 
 	tw.printf("FINDINGS\n")
 	if len(s.Findings) == 0 {
-		tw.printf("  none: no lock has more than one waiter, no deadlock, nothing stuck.\n")
+		tw.printf("  %s\n", strings.ToLower(analysis.NoFindings(s)[:1])+analysis.NoFindings(s)[1:])
 	}
 	for _, f := range s.Findings {
 		tw.printf("  [%s] %s\n", strings.ToUpper(f.Severity), T(f.Summary))
@@ -99,9 +99,9 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 	}
 	tw.printf("\n")
 
-	tw.printf("LOCKS (threads queued to acquire)\n")
+	tw.printf("LOCKS (threads that wait for another thread: to enter, to re-enter after wait(), or inside work)\n")
 	if len(s.Locks) == 0 {
-		tw.printf("  no thread is queued on a lock\n")
+		tw.printf("  no thread waited on a lock\n")
 	}
 	for i, l := range s.Locks {
 		if i == top {
@@ -109,8 +109,11 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 			break
 		}
 		owner := "owner unknown"
-		if l.Owner != nil {
+		switch {
+		case l.Owner != nil:
 			owner = fmt.Sprintf("owner %q", *l.Owner)
+		case l.Releaser != nil:
+			owner = fmt.Sprintf("nobody holds it; %q runs the same code without waiting", *l.Releaser)
 		}
 		if l.Kind == "futex" {
 			name := l.Address
@@ -124,7 +127,10 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 			}
 			continue
 		}
-		tw.printf("  %3d waiting  %s %s <%s>  %s\n", l.Waiters, l.Kind, T(l.Class), l.Address, owner)
+		tw.printf("  %3d waiting  %s %s <%s>  %s\n", l.Waiters, kindLabel(l), T(l.Class), l.Address, owner)
+		if len(l.WaitKinds) > 1 {
+			tw.printf("               how they wait: %s\n", analysis.WaitKindBreakdown(l.WaitKinds))
+		}
 		if s.Dumps > 1 {
 			tw.printf("               avg %.2f waiters, blocked in %.0f%% of dumps (%d of %d)", l.AvgWaiters, 100*l.BlockedShare, l.DumpsSeen, s.Dumps)
 			if l.BlockedThreadSeconds > 0 {
@@ -140,6 +146,9 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 		}
 		if l.OwnerLockFrame != nil && (l.OwnerFrame == nil || *l.OwnerLockFrame != *l.OwnerFrame) {
 			tw.printf("               owner took it in %s\n", T(*l.OwnerLockFrame))
+		}
+		if l.Owner == nil && l.ReleaserFrame != nil {
+			tw.printf("               releaser runs %s\n", T(*l.ReleaserFrame))
 		}
 	}
 	tw.printf("\n")
@@ -439,4 +448,13 @@ func joinInts(v []int) string {
 		parts[i] = fmt.Sprint(n)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// kindLabel names how a lock's waiters wait and what the lock is:
+// "monitor", "wait on monitor", "condition on synchronizer".
+func kindLabel(l analysis.LockSummary) string {
+	if l.Resource == "" || l.Kind == l.Resource {
+		return l.Kind
+	}
+	return l.Kind + " on " + l.Resource
 }

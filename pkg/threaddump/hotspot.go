@@ -281,6 +281,10 @@ func (p *hotspotParser) finishThread() {
 	if t := p.thread(); t != nil {
 		t.Frames = p.frames.take()
 		t.Locks = p.locks.take()
+		resolveHiddenWait(t)
+		if t.Mounted != nil {
+			resolveHiddenWait(t.Mounted)
+		}
 	}
 	if p.mounted != nil {
 		p.mounted = nil

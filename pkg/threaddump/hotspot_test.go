@@ -164,9 +164,11 @@ func TestLockLines(t *testing.T) {
 		by[d.Threads[i].Name] = &d.Threads[i]
 	}
 
+	// "waiting on <no object reference available>": the object is the
+	// monitor the caller entered, and the waiter does not hold it.
 	waiter := by["waiter"]
 	assert.Equal(t, []LockEvent{
-		{Action: LockWaitingOn, Lock: Lock{}, Frame: 0},
+		{Action: LockWaitingOn, Lock: Lock{Address: "0x00000000aa000001", Class: "app.Queue"}, Frame: 0, Inferred: true},
 		{Action: LockLocked, Lock: Lock{Address: "0x00000000aa000001", Class: "app.Queue"}, Frame: 2},
 	}, waiter.Locks)
 
@@ -207,7 +209,18 @@ func TestLockLines(t *testing.T) {
 	assert.Equal(t, KindSynchronizer, rl.Kind)
 	assert.Equal(t, "holder", rl.Owner.Name)
 	assert.Equal(t, "parker", rl.Waiters[0].Thread.Name)
-	// A condition wait is waiting, not contention.
+	assert.Empty(t, waiter.Holds())
+	// A worker waiting in a queue's take is idle, not contention; nobody
+	// owns the queue's monitor.
+	q := byAddr["0x00000000aa000001"]
+	require.NotNil(t, q)
+	assert.Nil(t, q.Owner)
+	assert.Empty(t, q.Waiters)
+	require.Len(t, q.Waiting, 1)
+	assert.Equal(t, WaitObject, q.Waiting[0].Kind)
+	assert.Equal(t, WaitRelock, box.Waiters[0].Kind)
+	assert.Equal(t, WaitSynchronizer, rl.Waiters[0].Kind)
+	// A condition wait inside a queue's take is idle, not contention.
 	cond := byAddr["0x00000000aa000004"]
 	require.NotNil(t, cond)
 	assert.Empty(t, cond.Waiters)

@@ -29,17 +29,26 @@ type LockInfo struct {
 	// OwnerFrame is the index of the owner's frame that acquired the lock,
 	// -1 when unknown.
 	OwnerFrame int
-	// Waiters are the threads blocked acquiring the lock: contention.
+	// Waiters are the threads that cannot go on until another thread acts
+	// on this object: contention, of any WaitKind (entering or re-entering
+	// the monitor, queued on the lock, or waiting for a signal inside work).
 	Waiters []Waiter
-	// Waiting are threads in Object.wait() on the monitor or parked on a
-	// condition: idle until signalled, not contention.
+	// Waiting are idle threads waiting on the object for a signal: a
+	// pool's workers waiting for tasks (see IdleWait). Not contention.
 	Waiting []Waiter
+	// Releaser is, for a lock nobody holds whose waiters wait for a signal
+	// (WaitObject, WaitCondition), a thread that works in the same code as
+	// the waiters and is not waiting: the one that will notify them (a
+	// group commit's flusher). ReleaserFrame is its frame in that code.
+	Releaser      *Thread
+	ReleaserFrame int
 }
 
 // Waiter is one thread queued on (or waiting for) a lock.
 type Waiter struct {
 	Thread *Thread
 	Action LockAction
+	Kind   WaitKind
 	// Frame is the index of the frame where the thread waits.
 	Frame int
 }
@@ -173,6 +182,10 @@ func (d *Dump) Locks() []*LockInfo {
 		}
 		return li
 	}
+	// signals are waits for a signal that are neither idle by their frames
+	// nor made contention by a held lock: they are contention when a
+	// thread works in the same code (see releaser), idle otherwise.
+	signals := map[*LockInfo][]Waiter{}
 	for _, t := range threads {
 		if ev, ok := t.BlockedOn(); ok {
 			kind := KindMonitor
@@ -180,7 +193,7 @@ func (d *Dump) Locks() []*LockInfo {
 				kind = KindSynchronizer
 			}
 			li := get(ev.Lock, kind)
-			li.Waiters = append(li.Waiters, Waiter{Thread: t, Action: ev.Action, Frame: ev.Frame})
+			li.Waiters = append(li.Waiters, Waiter{Thread: t, Action: ev.Action, Kind: blockedKind(ev), Frame: ev.Frame})
 		}
 		if ev, ok := t.WaitsOn(); ok {
 			kind := KindMonitor
@@ -188,7 +201,16 @@ func (d *Dump) Locks() []*LockInfo {
 				kind = KindSynchronizer
 			}
 			li := get(ev.Lock, kind)
-			li.Waiting = append(li.Waiting, Waiter{Thread: t, Action: ev.Action, Frame: ev.Frame})
+			w := Waiter{Thread: t, Action: ev.Action, Kind: signalKind(t, ev), Frame: ev.Frame}
+			switch {
+			case holdsOther(t, ev.Lock.Address):
+				// Whoever needs what it holds waits too.
+				li.Waiters = append(li.Waiters, w)
+			case idleWait(t, ev):
+				li.Waiting = append(li.Waiting, w)
+			default:
+				signals[li] = append(signals[li], w)
+			}
 		}
 	}
 	// Owners: a monitor's owner entered it ("- locked") and is not inside
@@ -249,6 +271,18 @@ func (d *Dump) Locks() []*LockInfo {
 	}
 	out := make([]*LockInfo, 0, len(byAddr))
 	for _, li := range byAddr {
+		li.ReleaserFrame = -1
+		if ws := signals[li]; len(ws) > 0 || li.Owner == nil {
+			r, f := releaser(li, ws, threads)
+			if r != nil {
+				li.Waiters = append(li.Waiters, ws...)
+			} else {
+				li.Waiting = append(li.Waiting, ws...)
+			}
+			if li.Owner == nil {
+				li.Releaser, li.ReleaserFrame = r, f
+			}
+		}
 		out = append(out, li)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -262,6 +296,68 @@ func (d *Dump) Locks() []*LockInfo {
 		return a.Lock.Address < b.Lock.Address
 	})
 	return out
+}
+
+// releaser finds, for a lock whose waiters wait for a signal, a thread
+// that works on what they wait for without waiting itself: it runs the
+// program frame that called wait() (or await) in the waiters, which is the
+// critical section (a group commit whose leader flushes), or a method of
+// the waited object's own class (a dedicated flusher in Log.flush). A
+// runnable one is preferred; nil and -1 when there is none. signals are
+// the waits not yet counted in li.Waiters or li.Waiting.
+func releaser(li *LockInfo, signals []Waiter, threads []*Thread) (*Thread, int) {
+	var section Frame
+	found := false
+	for _, w := range append(append([]Waiter(nil), signals...), li.Waiters...) {
+		if w.Kind != WaitObject && w.Kind != WaitCondition && w.Kind != WaitRelock {
+			continue
+		}
+		for i := max(w.Frame, 0); i < len(w.Thread.Frames); i++ {
+			if f := w.Thread.Frames[i]; !IsJDKClass(f.Class) {
+				section, found = f, true
+				break
+			}
+		}
+		if found {
+			break
+		}
+	}
+	ownClass := li.Lock.Class
+	if IsJDKClass(ownClass) {
+		ownClass = "" // java.lang.Object and the like say nothing
+	}
+	if !found && ownClass == "" {
+		return nil, -1
+	}
+	waiting := map[*Thread]bool{}
+	for _, w := range signals {
+		waiting[w.Thread] = true
+	}
+	for _, w := range li.Waiters {
+		waiting[w.Thread] = true
+	}
+	for _, w := range li.Waiting {
+		waiting[w.Thread] = true
+	}
+	var best *Thread
+	bestFrame := -1
+	for _, t := range threads {
+		if waiting[t] {
+			continue
+		}
+		if _, ok := t.WaitsOn(); ok {
+			continue // waiting for a signal itself (on another object): not working
+		}
+		for i, f := range t.Frames {
+			if found && f.Class == section.Class && f.Method == section.Method || ownClass != "" && f.Class == ownClass {
+				if best == nil || t.State == StateRunnable && best.State != StateRunnable {
+					best, bestFrame = t, i
+				}
+				break
+			}
+		}
+	}
+	return best, bestFrame
 }
 
 func clinitFrame(t *Thread, class string) int {

@@ -276,6 +276,10 @@ type LockEvent struct {
 	Lock   Lock
 	// Frame is the index into Thread.Frames of the frame the line follows.
 	Frame int
+	// Inferred marks a lock the line did not name: the object of "waiting
+	// on <no object reference available>", taken from the monitor the
+	// calling frame entered (see resolveHiddenWait).
+	Inferred bool
 }
 
 // Deadlock is a cycle the JVM reported ("Found one Java-level deadlock").

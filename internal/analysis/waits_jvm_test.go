@@ -1,0 +1,190 @@
+package analysis
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/testjvm"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests check the wait model (waits for a signal inside work) against
+// jcmd dumps of real JVMs; the truth is read from the dump text with the
+// plain rules below, not from the parser.
+
+// threadBlocks splits a HotSpot dump into the text of each thread, keyed by
+// name (the scenarios' names are unique).
+func threadBlocks(dump []byte) map[string]string {
+	out := map[string]string{}
+	name, start := "", 0
+	lines := strings.Split(string(dump), "\n")
+	flush := func(end int) {
+		if name != "" {
+			out[name] = strings.Join(lines[start:end], "\n")
+		}
+	}
+	for i, line := range lines {
+		if strings.HasPrefix(line, "\"") {
+			flush(i)
+			name, start = line[1:strings.Index(line[1:], "\"")+1], i
+		}
+	}
+	flush(len(lines))
+	return out
+}
+
+var lockedRE = regexp.MustCompile(`- locked <(0x[0-9a-f]+)> \(a ([^)]+)\)`)
+
+// signalWaiters reads, from the dump text, the threads inside Object.wait()
+// (WAITING, or BLOCKED re-acquiring the monitor after it) under frame, and
+// the monitor each waits on: the "- locked" line of that frame, which is
+// how HotSpot shows the object when it prints "<no object reference
+// available>" for the wait.
+func signalWaiters(dump []byte, frame, class string) map[string][]string {
+	byAddr := map[string][]string{}
+	for name, text := range threadBlocks(dump) {
+		if !strings.Contains(text, "at java.lang.Object.wait") || !strings.Contains(text, "at "+frame+"(") {
+			continue
+		}
+		if !strings.Contains(text, "State: WAITING (on object monitor)") && !strings.Contains(text, "State: BLOCKED") {
+			continue
+		}
+		after := text[strings.Index(text, "at "+frame+"("):]
+		m := lockedRE.FindStringSubmatch(after)
+		if m == nil || m[2] != class {
+			continue
+		}
+		byAddr[m[1]] = append(byAddr[m[1]], name)
+	}
+	return byAddr
+}
+
+func TestJVMGroupCommitConvoyIsContention(t *testing.T) {
+	const class = "GroupCommit$Log"
+	for _, j := range testjvm.All(t) {
+		t.Run(j.Name, func(t *testing.T) {
+			p := testjvm.Start(t, j, "GroupCommit", "12", "20")
+			a := New()
+			var dumps [][]byte
+			for i := 0; i < 3; i++ {
+				// A dump where the flusher syncs (it is not in wait()) and
+				// most writers wait for it.
+				d := p.WaitForDump(t, time.Minute, func(d []byte) bool {
+					b := threadBlocks(d)["log-flusher"]
+					return strings.Contains(b, "GroupCommit$Log.flushLoop") && !strings.Contains(b, "Object.wait") &&
+						testjvm.CountLines(d, "at GroupCommit$Log.commit(") >= 6
+				})
+				dumps = append(dumps, d)
+				pd := parseDump(t, d)
+				pd.Time = time.Now()
+				a.Add(&sample.Snapshot{Time: pd.Time, Dump: pd})
+			}
+			p.Stop()
+			s := a.Summary()
+			truth := signalWaiters(dumps[len(dumps)-1], "GroupCommit$Log.commit", class)
+			require.Len(t, truth, 1, "one Log object")
+			peak := 0
+			for _, d := range dumps {
+				for _, names := range signalWaiters(d, "GroupCommit$Log.commit", class) {
+					peak = max(peak, len(names))
+				}
+			}
+			for addr, names := range truth {
+				l, ok := locksOf(s, class)[addr]
+				require.True(t, ok, "the Log monitor %s is in the lock table", addr)
+				assert.Equal(t, peak, l.Waiters)
+				assert.Equal(t, len(names), l.CurrentWaiters)
+				assert.Equal(t, "wait", l.Kind)
+				assert.Equal(t, "monitor", l.Resource)
+				assert.Positive(t, l.WaitKinds["wait"])
+				assert.Nil(t, l.Owner, "the flusher syncs outside the monitor")
+				if assert.NotNil(t, l.Releaser) {
+					assert.Equal(t, "log-flusher", *l.Releaser)
+				}
+				require.NotNil(t, l.WaitFrame)
+				assert.Contains(t, *l.WaitFrame, "GroupCommit$Log.commit(")
+				assert.Equal(t, 3, l.DumpsSeen)
+			}
+			// The convoy leads the findings, and names the flusher.
+			require.NotEmpty(t, s.Findings)
+			f := s.Findings[0]
+			assert.Equal(t, FindingLockHotspot, f.Kind)
+			assert.Contains(t, f.Summary, "monitor GroupCommit$Log")
+			assert.Contains(t, f.Summary, "in wait() inside work")
+			assert.Contains(t, f.Summary, `"log-flusher"`)
+			assert.NotContains(t, f.Summary, "held by")
+		})
+	}
+}
+
+func TestJVMRowLockWaitsAreContention(t *testing.T) {
+	const class = "RowLocks$Txn"
+	for _, j := range testjvm.All(t) {
+		t.Run(j.Name, func(t *testing.T) {
+			p := testjvm.Start(t, j, "RowLocks", "8", "2", "30")
+			dump := p.WaitForDump(t, time.Minute, func(d []byte) bool {
+				return testjvm.CountLines(d, "at RowLocks$Txn.awaitEnd(") >= 4
+			})
+			p.Stop()
+			a := New()
+			a.Add(&sample.Snapshot{Dump: parseDump(t, dump)})
+			s := a.Summary()
+			truth := signalWaiters(dump, "RowLocks$Txn.awaitEnd", class)
+			require.NotEmpty(t, truth)
+			got := locksOf(s, class)
+			for addr, names := range truth {
+				l, ok := got[addr]
+				require.True(t, ok, "transaction %s waited on is in the lock table", addr)
+				assert.Equal(t, len(names), l.Waiters, addr)
+				assert.ElementsMatch(t, names, l.WaiterThreads, addr)
+				assert.Equal(t, "wait", l.Kind)
+				// A waiter does not own the monitor it waits on.
+				if l.Owner != nil {
+					assert.NotContains(t, names, *l.Owner)
+				}
+			}
+			// No transaction object is owned by a thread in wait() on it.
+			for _, l := range got {
+				if l.Owner != nil {
+					assert.NotContains(t, threadBlocks(dump)[*l.Owner], "waiting on <no object reference available>")
+				}
+			}
+			total := 0
+			for _, names := range truth {
+				total += len(names)
+			}
+			if total >= 2 && len(truth) == 1 || maxLen(truth) >= 2 {
+				require.NotEmpty(t, s.Findings)
+				assert.Contains(t, s.Findings[0].Summary, "RowLocks$Txn")
+			}
+		})
+	}
+}
+
+func maxLen(m map[string][]string) int {
+	n := 0
+	for _, v := range m {
+		n = max(n, len(v))
+	}
+	return n
+}
+
+// A thread that waits alone in Object.wait() on an object nobody works
+// with (MonitorDeadlock's "bystander" in idle()) and an executor's idle
+// workers are not contention.
+func TestJVMIdleWaitsAreNotContention(t *testing.T) {
+	p := testjvm.Start(t, testjvm.JDK17(t), "MonitorDeadlock")
+	dump := p.ThreadPrint(t)
+	p.Stop()
+	a := New()
+	a.Add(&sample.Snapshot{Dump: parseDump(t, dump)})
+	for _, l := range a.Summary().Locks {
+		assert.NotContains(t, l.WaiterThreads, "bystander")
+		assert.NotContains(t, l.WaiterThreads, "Reference Handler")
+		assert.NotContains(t, l.WaiterThreads, "Finalizer")
+	}
+}
