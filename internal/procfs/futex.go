@@ -31,6 +31,12 @@ type FutexWait struct {
 	// Op names the futex operation, e.g. "FUTEX_WAIT_PRIVATE".
 	Op   string
 	TIDs []int
+	// Value is the value the first waiter expected at the address
+	// (futex(2)'s val), and Timed says whether it waits with a timeout.
+	// With Op they tell one futex protocol from another (a JVM's
+	// safepoint barrier waits on an odd safepoint id, untimed).
+	Value uint64
+	Timed bool
 }
 
 // futex(2) operations and flags (linux/futex.h).
@@ -122,6 +128,7 @@ func GroupFutexWaits(threads []Thread, sym *Symbolizer) []FutexWait {
 		addr    uint64
 		tid     int
 		op, val uint64
+		timed   bool
 	}
 	n := 0
 	for i := range threads {
@@ -143,7 +150,7 @@ func GroupFutexWaits(threads []Thread, sym *Symbolizer) []FutexWait {
 		if cmd != futexWait && cmd != futexWaitBitset && cmd != futexLockPI && cmd != futexLockPI2 && cmd != futexWaitRequeuePI {
 			continue // wakes and requeues do not block
 		}
-		ws = append(ws, waiter{addr: t.SyscallArgs[0], tid: t.TID, op: op, val: t.SyscallArgs[2]})
+		ws = append(ws, waiter{addr: t.SyscallArgs[0], tid: t.TID, op: op, val: t.SyscallArgs[2], timed: t.SyscallArgs[3] != 0})
 	}
 	if len(ws) == 0 {
 		return nil
@@ -163,7 +170,7 @@ func GroupFutexWaits(threads []Thread, sym *Symbolizer) []FutexWait {
 		for ; j < len(ws) && ws[j].addr == ws[i].addr; j++ {
 			tids[j] = ws[j].tid
 		}
-		fw := FutexWait{Address: ws[i].addr, Op: futexOpName(ws[i].op), Location: Location{Address: ws[i].addr}, TIDs: tids[i:j:j]}
+		fw := FutexWait{Address: ws[i].addr, Op: futexOpName(ws[i].op), Value: ws[i].val, Timed: ws[i].timed, Location: Location{Address: ws[i].addr}, TIDs: tids[i:j:j]}
 		if sym != nil {
 			if loc, err := sym.Resolve(fw.Address); err == nil {
 				fw.Location = loc

@@ -158,7 +158,10 @@ func moduleRanges(maps []Mapping) []moduleRange {
 			continue
 		}
 		end := m.End
-		if i+1 < len(maps) && maps[i+1].Path == "" && maps[i+1].Start == m.End {
+		// Only a binary's private writable data segment continues into
+		// .bss; an anonymous mapping after a data file (a locale file,
+		// the hsperfdata file) is someone else's memory, often malloc's.
+		if i+1 < len(maps) && maps[i+1].Path == "" && maps[i+1].Start == m.End && m.Perms == "rw-p" {
 			end = maps[i+1].End
 		}
 		if j, ok := idx[m.Path]; ok {

@@ -14,6 +14,8 @@ import (
 type encoder struct {
 	b       []byte
 	strings map[string]uint64
+	// version is the format version written (tests write older ones).
+	version byte
 }
 
 func (e *encoder) uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
@@ -62,6 +64,8 @@ type decoder struct {
 	b       []byte
 	err     error
 	strings *[]string
+	// version is the file's format version: what the frames hold.
+	version byte
 }
 
 func (d *decoder) fail() {

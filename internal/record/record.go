@@ -27,7 +27,9 @@ import (
 )
 
 // FormatVersion is the version this ctprof writes and the newest it reads.
-const FormatVersion = 1
+// Version 2 adds each futex wait's expected value and timeout flag;
+// version 1 files are still read (those two fields read as zero).
+const FormatVersion = 2
 
 // magic starts every recording; the version byte follows it.
 const magic = "CTPROF-RECORDING\n"
@@ -87,6 +89,8 @@ type Writer struct {
 	zbuf    bytes.Buffer
 	zw      *flate.Writer
 	failed  error
+	// version is the format written: FormatVersion but in tests.
+	version byte
 	// DroppedDumps counts snapshots whose parsed dump had no raw text to
 	// record (a replay cannot re-create those dumps).
 	DroppedDumps int
@@ -102,7 +106,7 @@ func Create(path string, h Header) (*Writer, error) {
 		return nil, fmt.Errorf("create recording: %w", err)
 	}
 	zw, _ := flate.NewWriter(nil, flate.BestSpeed)
-	w := &Writer{f: f, path: path, zw: zw}
+	w := &Writer{f: f, path: path, zw: zw, version: FormatVersion}
 	hb, err := json.Marshal(h)
 	if err != nil {
 		f.Close()
@@ -144,7 +148,7 @@ func (w *Writer) Append(s *sample.Snapshot) error {
 		w.strings = map[string]uint64{}
 		w.prev = nil
 	}
-	e := &encoder{strings: w.strings}
+	e := &encoder{strings: w.strings, version: w.version}
 	w.prev = encodeSnapshot(e, s, w.prev, key)
 	typ := byte(frameDelta)
 	if key {
@@ -204,7 +208,7 @@ func (w *Writer) Close() error {
 
 // Reader replays a recording.
 type Reader struct {
-	f        *os.File
+	f        io.Closer
 	r        *bufio.Reader
 	path     string
 	header   Header
@@ -222,6 +226,13 @@ type Reader struct {
 	// moreDamage counts damage warnings past maxDamageWarnings.
 	moreDamage int
 	summarized bool
+	// size is the file's size at Open: a hint for buffers, not a bound.
+	size int64
+	// inflater is reused across frames: each new one allocates its 32 KB
+	// window.
+	inflater io.ReadCloser
+	// version is the file's format version.
+	version byte
 }
 
 // Open opens a recording and reads its header.
@@ -230,27 +241,42 @@ func Open(path string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{f: f, r: bufio.NewReaderSize(f, 1<<20), path: path}
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	return newReader(f, path, size)
+}
+
+// newReader reads a recording's header from src, which it closes on
+// error. size is a hint for buffers (the file's size at Open), not a
+// bound: a recording may still grow while it is read.
+func newReader(src io.ReadCloser, path string, size int64) (*Reader, error) {
+	// The buffer and the first frame's piece are sized to the file (up to
+	// 1 MB): a small or damaged file must not cost megabytes of zeroed
+	// memory to open (the fuzzer's minimizer opens tens of thousands).
+	r := &Reader{f: src, r: bufio.NewReaderSize(src, int(min(max(size, 4096), 1<<20))), path: path, size: size}
 	head := make([]byte, len(magic)+1)
 	if _, err := io.ReadFull(r.r, head); err != nil || string(head[:len(magic)]) != magic {
-		f.Close()
+		src.Close()
 		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
 	}
 	if v := head[len(magic)]; v > FormatVersion {
-		f.Close()
+		src.Close()
 		return nil, fmt.Errorf("%s: %w (format %d; this ctprof reads up to %d): use a newer ctprof", path, ErrNewerFormat, v, FormatVersion)
 	}
+	r.version = head[len(magic)]
 	r.offset = int64(len(head))
 	typ, body, err := r.frame()
 	if err != nil || typ != frameHeader {
-		f.Close()
+		src.Close()
 		if err == nil {
 			err = errors.New("the first frame is not the header")
 		}
 		return nil, fmt.Errorf("%s: %w: %v", path, ErrNotRecording, err)
 	}
 	if err := json.Unmarshal(body, &r.header); err != nil {
-		f.Close()
+		src.Close()
 		return nil, fmt.Errorf("%s: bad header: %w", path, err)
 	}
 	return r, nil
@@ -287,7 +313,7 @@ func (r *Reader) frame() (byte, []byte, error) {
 	if length == 0 || length > maxFrame {
 		return 0, nil, fmt.Errorf("%w: impossible length %d", errDamaged, length)
 	}
-	body := make([]byte, 0, min(length, 1<<20))
+	body := make([]byte, 0, min(int64(length), 1<<20, max(r.size-r.offset-frameOverhead, 64)))
 	body, err = readN(r.r, body, int(length))
 	if err != nil {
 		return 0, nil, fmt.Errorf("%w: %d of %d bytes", errPartial, len(body), length)
@@ -298,7 +324,12 @@ func (r *Reader) frame() (byte, []byte, error) {
 	if crc32.Checksum(body, crcTable) != sum {
 		return 0, nil, fmt.Errorf("%w: checksum mismatch", errDamaged)
 	}
-	payload, over, err := readLimited(flate.NewReader(bytes.NewReader(body[1:])), maxPayload)
+	if r.inflater == nil {
+		r.inflater = flate.NewReader(bytes.NewReader(body[1:]))
+	} else if err := r.inflater.(flate.Resetter).Reset(bytes.NewReader(body[1:]), nil); err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", errDamaged, err)
+	}
+	payload, over, err := readLimited(r.inflater, maxPayload, 8*len(body))
 	if over {
 		return 0, nil, fmt.Errorf("%w: it decompresses to more than %d MB, more than any snapshot", errDamaged, maxPayload>>20)
 	}
@@ -312,10 +343,13 @@ func (r *Reader) frame() (byte, []byte, error) {
 // arrives, and joins them only when all of it is within limit: a
 // compression bomb costs at most limit bytes, never a doubling buffer
 // beyond it. over says the data went past limit (the rest is not read).
-func readLimited(r io.Reader, limit int) (b []byte, over bool, err error) {
+//
+// The first piece is sized from guess (the compressed size times a
+// typical ratio), so a small frame does not cost a 64 KB piece.
+func readLimited(r io.Reader, limit, guess int) (b []byte, over bool, err error) {
 	var pieces [][]byte
 	total := 0
-	size := 64 << 10
+	size := min(max(guess, 512), 64<<10)
 	for {
 		p := make([]byte, min(size, limit+1-total))
 		n := 0
@@ -404,7 +438,7 @@ func (r *Reader) Next() (*sample.Snapshot, error) {
 			r.needKey = true
 			continue
 		}
-		d := &decoder{b: payload, strings: &r.strings}
+		d := &decoder{b: payload, strings: &r.strings, version: r.version}
 		s, next := decodeSnapshot(d, r.prev, typ == frameKey)
 		if derr := d.done(); derr != nil {
 			r.lost++

@@ -13,7 +13,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -335,22 +337,93 @@ func FuzzReader(f *testing.F) {
 	seed, err := os.ReadFile(path)
 	require.NoError(f, err)
 	f.Add(seed)
-	f.Fuzz(func(t *testing.T, b []byte) {
-		p := filepath.Join(t.TempDir(), "f")
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		r, err := Open(p)
-		if err != nil {
+	// In memory, not through a file per input: the fuzzer's minimizer
+	// runs tens of thousands of inputs, and a temp dir and file each
+	// made it stall for tens of seconds (0 execs/sec).
+	f.Fuzz(func(t *testing.T, b []byte) { replayBytes(b) })
+}
+
+// replayBytes reads a recording held in memory to its end (at most 1,000
+// snapshots), as Open and Next read a file.
+func replayBytes(b []byte) {
+	r, err := newReader(io.NopCloser(bytes.NewReader(b)), "fuzz", int64(len(b)))
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	for i := 0; i < 1000; i++ {
+		if _, err := r.Next(); err != nil {
 			return
 		}
-		defer r.Close()
-		for i := 0; i < 1000; i++ {
-			if _, err := r.Next(); err != nil {
-				return
+	}
+}
+
+// The inputs the fuzzer's minimizer runs by the ten thousand (a real
+// recording with bytes cut out, so frame lengths point past the end)
+// each cost a 1 MB read buffer and a 1 MB frame buffer, zeroed, plus a
+// 64 KB piece and a 32 KB inflate window per frame: about 1 ms each, so
+// minimizing one input stalled the fuzzer for 30 s and more. Opening
+// must cost what the file holds, not the largest frame it could hold.
+func TestSmallDamagedRecordingsCostLittle(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seed")
+	w, err := Create(path, Header{Version: "seed"})
+	require.NoError(t, err)
+	require.NoError(t, w.Append(&sample.Snapshot{Time: time.Unix(5, 0), Threads: []sample.OSThread{{TID: 1, Name: "a", State: 'S'}}, Errors: []string{"e"}}))
+	require.NoError(t, w.Append(&sample.Snapshot{Time: time.Unix(6, 0), Threads: []sample.OSThread{{TID: 1, Name: "a", State: 'R', Voluntary: 3}}}))
+	require.NoError(t, w.Close())
+	seed, err := os.ReadFile(path)
+	require.NoError(t, err)
+	inputs := [][]byte{seed}
+	// The regression seeds the fuzzer keeps (one claims a 3 MB frame).
+	corpus, err := filepath.Glob(filepath.Join("testdata", "fuzz", "FuzzReader", "*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, corpus, "regression seeds under testdata/fuzz/FuzzReader")
+	for _, c := range corpus {
+		b := fuzzSeed(t, c)
+		inputs = append(inputs, b)
+		// A file read from disk goes through Open as well.
+		p := filepath.Join(t.TempDir(), filepath.Base(c))
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+		if r, err := Open(p); err == nil {
+			for {
+				if _, err := r.Next(); err != nil {
+					break
+				}
 			}
+			require.NoError(t, r.Close())
 		}
-	})
+	}
+	// What the minimizer tries first: every byte of the seed cut out.
+	for i := range seed {
+		inputs = append(inputs, append(append([]byte{}, seed[:i]...), seed[i+1:]...))
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	for _, in := range inputs {
+		replayBytes(in)
+	}
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	perInput := (after.TotalAlloc - before.TotalAlloc) / uint64(len(inputs))
+	t.Logf("%d inputs in %v, %d bytes allocated per input", len(inputs), took, perInput)
+	assert.Less(t, perInput, uint64(128<<10), "bytes allocated to replay a file of a few hundred bytes")
+	assert.Less(t, took, time.Second, "%d inputs of a few hundred bytes", len(inputs))
+}
+
+// fuzzSeed reads a corpus file of the form "go test fuzz v1\n[]byte(...)".
+func fuzzSeed(t *testing.T, path string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	head, lit, ok := strings.Cut(strings.TrimSpace(string(raw)), "\n")
+	require.True(t, ok && head == "go test fuzz v1", "%s: not a fuzz corpus file", path)
+	lit, ok = strings.CutPrefix(lit, "[]byte(")
+	require.True(t, ok, "%s: not a []byte seed", path)
+	b, err := strconv.Unquote(strings.TrimSuffix(lit, ")"))
+	require.NoError(t, err, path)
+	return []byte(b)
 }
 
 // BenchmarkRecording4000Threads records snapshots of a real 4,000-thread
@@ -429,4 +502,41 @@ type zeroReader struct{}
 func (zeroReader) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// Format 2 records each futex wait's expected value and timeout; a
+// version 1 file (without them) still replays, with those fields zero.
+func TestFutexWaitFieldsAndVersion1(t *testing.T) {
+	snap := &sample.Snapshot{
+		Time:    time.Unix(7, 0),
+		Threads: []sample.OSThread{{TID: 3, Name: "w", State: 'S'}},
+		Futexes: []sample.FutexWait{{Address: 0x1000, Kind: "lock", Op: "FUTEX_WAIT_PRIVATE", TIDs: []int{3}, Value: 7, Timed: true}},
+		Host:    &sample.Host{CPUs: 2, Load1: 1.5},
+	}
+	for _, version := range []byte{1, FormatVersion} {
+		path := filepath.Join(t.TempDir(), "run.ctprof")
+		w, err := Create(path, Header{Version: "test"})
+		require.NoError(t, err)
+		w.version = version
+		require.NoError(t, w.Append(snap))
+		require.NoError(t, w.Append(snap))
+		require.NoError(t, w.Close())
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		b[len(magic)] = version
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+
+		got, r := readAll(t, path)
+		assert.Empty(t, r.Warnings(), "version %d", version)
+		require.Len(t, got, 2, "version %d", version)
+		want := snap.Futexes[0]
+		if version < 2 {
+			want.Value, want.Timed = 0, false
+		}
+		for _, g := range got {
+			require.Len(t, g.Futexes, 1)
+			assert.Equal(t, want, g.Futexes[0], "version %d", version)
+			assert.Equal(t, snap.Host, g.Host, "version %d: what follows the futexes decodes", version)
+		}
+	}
 }

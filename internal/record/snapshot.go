@@ -75,6 +75,10 @@ func encodeSnapshot(e *encoder, s *sample.Snapshot, prev threadState, key bool) 
 		encodeLocation(e, f.Location)
 		e.str(string(f.Kind))
 		e.str(f.Op)
+		if e.version >= 2 {
+			e.uvarint(f.Value)
+			e.bool(f.Timed)
+		}
 		e.uvarint(uint64(len(f.TIDs)))
 		for _, tid := range f.TIDs {
 			e.int(tid)
@@ -226,6 +230,10 @@ func decodeSnapshot(d *decoder, prev threadState, key bool) (*sample.Snapshot, t
 			f.Location = decodeLocation(d)
 			f.Kind = procfs.FutexKind(d.str())
 			f.Op = d.str()
+			if d.version >= 2 {
+				f.Value = d.uvarint()
+				f.Timed = d.bool()
+			}
 			nt := d.count(1)
 			if nt > 0 {
 				f.TIDs = make([]int, nt)

@@ -91,6 +91,11 @@ type Sampler struct {
 	jvm      *jvm.Info
 	nextDump time.Time
 	notes    []string
+	// javaTIDs and internalTIDs are the threads the latest dump listed
+	// with and without Java frames; droppedFutexes counts the futex waits
+	// of a JVM left out of the lock table, by reason (jvmfutex.go).
+	javaTIDs, internalTIDs map[int]bool
+	droppedFutexes         map[string]int
 }
 
 // NewSampler checks the target and opens what the sweep keeps open. It
@@ -121,6 +126,8 @@ func NewSampler(opts Options) (*Sampler, error) {
 		threads: tr,
 		sym:     fs.NewSymbolizer(opts.PID),
 		target:  Target{PID: opts.PID, Name: p.Name, Kind: KindNative, CPUs: p.CPUs},
+
+		droppedFutexes: map[string]int{},
 	}
 	if fs.IsJVM(opts.PID) {
 		s.target.Kind = KindJVM
@@ -183,6 +190,9 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 	s.lastN = len(threads)
 	snap.Threads = threads
 	snap.Futexes = procfs.GroupFutexWaits(threads, s.sym)
+	if s.target.Kind == KindJVM {
+		snap.Futexes = s.jvmProgramFutexes(snap.Futexes, threads, func() bool { return s.safepointDuringTick(snap) })
+	}
 
 	if !s.fdDenied {
 		c, err := s.fs.Connections(s.opts.PID, s.opts.Port)
@@ -254,6 +264,7 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot) error {
 	} else {
 		snap.Dump = d[len(d)-1]
 		snap.DumpText = res.Text
+		s.noteDumpThreads(snap.Dump)
 	}
 	snap.DumpCost = &DumpCost{Method: res.Method, Wall: res.Wall, Pause: res.Pause}
 	if res.Fallback != "" {
@@ -271,6 +282,33 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot) error {
 	wait = max(wait, time.Duration(float64(pause)/o.PauseBudget))
 	s.nextDump = snap.Time.Add(wait)
 	return nil
+}
+
+// safepointDuringTick reports whether a safepoint other than the one the
+// tick's own dump caused began or ended between the tick's start (when
+// snap.JVM was read) and now (after the /proc sweep): hsperfdata counts a
+// safepoint when it begins and adds its time when it ends, and the dump's
+// own pause was measured the same way. The sweep runs after the dump's
+// reply, so the dump's safepoint has ended by then; what remains are its
+// stragglers and the JVM's own safepoints (GC, deoptimization). Without
+// counters, a tick with a dump counts as one, to be safe.
+func (s *Sampler) safepointDuringTick(snap *Snapshot) bool {
+	dumped := snap.DumpCost != nil
+	if s.jvm == nil || snap.JVM == nil {
+		return dumped
+	}
+	pd, err := s.jvm.ReadPerfData()
+	if err != nil {
+		return dumped
+	}
+	c := pd.Counters()
+	began := c.Safepoints - snap.JVM.Safepoints
+	ended := c.SafepointTime - snap.JVM.SafepointTime
+	if dumped {
+		began--
+		ended -= snap.DumpCost.Pause
+	}
+	return began > 0 || ended > time.Microsecond
 }
 
 // Run samples every Interval until Count or Duration is reached, ctx is

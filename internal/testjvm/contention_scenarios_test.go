@@ -67,3 +67,20 @@ func checkMeasuredWaits(t *testing.T, p *Process) {
 			CountLines(d, "- locked <", "(a MeasuredWaits$Log)") == 1
 	})
 }
+
+// checkGroupCommit: writers in Object.wait() inside GroupCommit$Log.commit,
+// the flusher outside the monitor, commits going on.
+func checkGroupCommit(t *testing.T, p *Process) {
+	p.WaitForLog(t, 30*time.Second, func(log []byte) bool { return bytes.Contains(log, []byte("COMMITS ")) })
+	p.WaitForDump(t, dumpTimeout, func(d []byte) bool {
+		return CountLines(d, "at GroupCommit$Log.commit(") >= 6 &&
+			CountLines(d, "at GroupCommit$Log.flushLoop(") == 1
+	})
+}
+
+// checkRowLocks: workers in Object.wait() inside RowLocks$Txn.awaitEnd.
+func checkRowLocks(t *testing.T, p *Process) {
+	p.WaitForDump(t, dumpTimeout, func(d []byte) bool {
+		return CountLines(d, "at RowLocks$Txn.awaitEnd(") >= 2
+	})
+}

@@ -36,10 +36,15 @@ var scenarioChecks = map[string]scenarioCheck{
 	"ScaleWorkload":   checkScaleWorkload,
 	"SessionServer":   checkSessionServer,
 	"ForgedNames":     checkForgedNames,
+	// Garbage only: the JVM's own safepoints (allocation_scenario_test.go).
+	"AllocationChurn": checkAllocationChurn,
 	// Lock instances and measured waits (contention_scenarios_test.go).
 	"StripedLocks":       checkStripedLocks,
 	"TwoMonitorsOneSite": checkTwoMonitorsOneSite,
 	"MeasuredWaits":      checkMeasuredWaits,
+	// Waits for a signal inside work (contention_scenarios_test.go).
+	"GroupCommit": checkGroupCommit,
+	"RowLocks":    checkRowLocks,
 }
 
 // scenarioArgs pins arguments whose defaults the checks depend on, so a

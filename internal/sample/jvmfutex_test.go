@@ -1,0 +1,129 @@
+package sample
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/testjvm"
+)
+
+// TestJVMFutexesSeenDuringDumpsAreNotLocks sweeps /proc of a real JVM while
+// the Sampler's own dumps hold it at a safepoint: the workers then wait in
+// futex(2) on HotSpot's safepoint barrier (and the attach listener on
+// VMOperation_lock), which the plain grouping reports as a lock-like wait.
+// The Sampler's JVM rules must leave none of them as a lock.
+func TestJVMFutexesSeenDuringDumpsAreNotLocks(t *testing.T) {
+	for _, j := range testjvm.All(t) {
+		t.Run(j.Name, func(t *testing.T) {
+			p := testjvm.Start(t, j, "ScaleWorkload", "contended", "4")
+			s, err := NewSampler(Options{PID: p.PID, Interval: 20 * time.Millisecond, JVM: JVMOptions{PauseBudget: 0.9}})
+			require.NoError(t, err)
+			t.Cleanup(func() { s.Close() })
+			require.Equal(t, KindJVM, s.Target().Kind)
+
+			fs := procfs.NewFS("")
+			tr, err := fs.NewThreadReader(p.PID)
+			require.NoError(t, err)
+			t.Cleanup(func() { tr.Close() })
+			sym := fs.NewSymbolizer(p.PID)
+
+			// A second reader sweeps while Take dumps; its sweeps are the
+			// worst case: threads caught inside ctprof's own safepoint.
+			var mu sync.Mutex
+			var seen []procfs.FutexWait
+			var seenThreads [][]procfs.Thread
+			sweeping := make(chan struct{})
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				close(sweeping)
+				for ctx.Err() == nil {
+					th, err := tr.Read(nil)
+					if err != nil {
+						return
+					}
+					for _, fw := range procfs.GroupFutexWaits(th, sym) {
+						if fw.Kind != procfs.FutexCondition {
+							mu.Lock()
+							seen = append(seen, fw)
+							seenThreads = append(seenThreads, th)
+							mu.Unlock()
+						}
+					}
+				}
+			}()
+			<-sweeping
+			// Bounded: stop once the concurrent sweeps caught workers at the
+			// barrier a few times (it takes a handful of dumps on 2 CPUs).
+			deadline := time.Now().Add(30 * time.Second)
+			barrier := 0
+			for barrier < 3 && time.Now().Before(deadline) {
+				_, err := s.Take(context.Background())
+				require.NoError(t, err)
+				mu.Lock()
+				barrier = 0
+				for _, fw := range seen {
+					if fw.Kind == procfs.FutexUnknown && fw.Value%2 == 1 {
+						barrier++
+					}
+				}
+				mu.Unlock()
+			}
+			cancel()
+			wg.Wait()
+			require.GreaterOrEqual(t, barrier, 3, "the concurrent sweeps never caught a thread at the safepoint barrier: %v", seen)
+
+			// Each caught wait alone, in the sweep that saw it, through the
+			// Sampler's JVM rules.
+			var kept []string
+			for i, fw := range seen {
+				out := s.jvmProgramFutexes([]FutexWait{fw}, seenThreads[i], func() bool { return false })
+				for _, k := range out {
+					kept = append(kept, fmt.Sprintf("%s %s v=%d %s %v", k.Kind, k.Op, k.Value, k.Location, k.TIDs))
+				}
+			}
+			assert.Empty(t, kept, "futex waits caught during ctprof's dumps kept as locks")
+			assert.Positive(t, s.droppedFutexes[jvmSafepointBarrier], "dropped: %v", s.droppedFutexes)
+		})
+	}
+}
+
+func TestJVMFutexFilterRules(t *testing.T) {
+	threads := []OSThread{{TID: 1, Name: "worker-1"}, {TID: 2, Name: "worker-2"}, {TID: 3, Name: "C2 CompilerThre"}, {TID: 4, Name: "VM Thread"}, {TID: 5, Name: "VM Thread"}}
+	filter := jvmFutexFilter{javaThreads: map[int]bool{5: true}, internalThreads: map[int]bool{4: true}, threads: threads}
+	heap := procfs.Location{Module: "anonymous rw-p 7f00-7f80", Offset: 0xcd4}
+	jni := procfs.Location{Module: "libnative.so", ModulePath: "/opt/app/libnative.so", Symbol: "big_lock", SymbolSize: 40}
+	tests := []struct {
+		name   string
+		fw     FutexWait
+		window bool
+		want   string
+	}{
+		{"safepoint barrier: odd id, untimed", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 1419, Kind: FutexUnknown, Location: heap, TIDs: []int{1, 2}}, false, jvmSafepointBarrier},
+		{"even value is some other protocol", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 0, Kind: FutexUnknown, Location: heap, TIDs: []int{1, 2}}, false, ""},
+		{"timed plain wait is not the barrier", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 7, Timed: true, Kind: FutexUnknown, Location: heap, TIDs: []int{1}}, false, ""},
+		{"HotSpot lock in libjvm", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: FutexLock, Location: procfs.Location{Module: "libjvm.so", ModulePath: "/jdk/lib/server/libjvm.so"}, TIDs: []int{1, 2}}, false, jvmLockStorage},
+		{"only JIT threads wait", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: FutexLock, Location: heap, TIDs: []int{3, 4}}, false, jvmInternalWaiters},
+		{"a program thread named like the VM thread", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: FutexLock, Location: heap, TIDs: []int{5}}, false, ""},
+		{"Java threads on a heap mutex", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: FutexLock, Location: heap, TIDs: []int{1, 2}}, false, ""},
+		{"... while a safepoint ran", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: FutexLock, Location: heap, TIDs: []int{1, 2}}, true, jvmSafepointWindow},
+		{"a JNI library's mutex, even then", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: FutexLock, Location: jni, TIDs: []int{1, 2}}, true, ""},
+		{"condition waits are left alone", FutexWait{Op: "FUTEX_WAIT_BITSET_PRIVATE", Kind: FutexCondition, Location: procfs.Location{Module: "libjvm.so"}, TIDs: []int{3}}, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := filter
+			f.safepointWindow = tt.window
+			assert.Equal(t, tt.want, f.drop(&tt.fw))
+		})
+	}
+}
