@@ -291,7 +291,13 @@ func compile(j JDK) (string, error) {
 		h.Write(s.content)
 	}
 	dir := filepath.Join(os.TempDir(), fmt.Sprintf("ctprof-testjvm-%s-%s", j.Name, hex.EncodeToString(h.Sum(nil))[:16]))
+	return compileInto(j, dir, files, nil)
+}
 
+// compileInto compiles files with j's javac against classpath into dir,
+// unless dir is already complete. dir's name must change whenever the
+// sources, the JDK or the classpath do.
+func compileInto(j JDK, dir string, files, classpath []string) (string, error) {
 	mu, _ := compileLocks.LoadOrStore(dir, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
@@ -311,6 +317,9 @@ func compile(j JDK) (string, error) {
 	defer os.RemoveAll(staging) // no-op once renamed into place
 
 	args := append(toolJVMFlags("-J"), "-encoding", "UTF-8", "-nowarn", "-d", staging)
+	if len(classpath) > 0 {
+		args = append(args, "-cp", strings.Join(classpath, string(os.PathListSeparator)))
+	}
 	args = append(args, files...)
 	cmd := exec.Command(j.Bin("javac"), args...)
 	cmd.Env = toolEnv(j)
@@ -420,16 +429,26 @@ type Options struct {
 	// Credential runs the JVM as another user (the test must be root); its
 	// working directory is then made accessible to that user.
 	Credential *syscall.Credential
+	// ClassPath entries follow the scenario classes on the JVM's class
+	// path (third-party jars, see StartLib).
+	ClassPath []string
+
+	// classDir, set by StartLib, is a class directory compiled from
+	// testdata/javalibs; the scenario is then not looked up in testdata/java.
+	classDir string
 }
 
 // StartWith is Start with options.
 func StartWith(t testing.TB, j JDK, scenario string, o Options, args ...string) *Process {
 	t.Helper()
-	src := mustScenario(t, scenario)
-	if j.Major < src.minMajor {
-		t.Fatalf("testjvm: scenario %s needs JDK %d+, %s is JDK %d", scenario, src.minMajor, j.Name, j.Major)
+	classes := o.classDir
+	if classes == "" {
+		src := mustScenario(t, scenario)
+		if j.Major < src.minMajor {
+			t.Fatalf("testjvm: scenario %s needs JDK %d+, %s is JDK %d", scenario, src.minMajor, j.Name, j.Major)
+		}
+		classes = Compile(t, j)
 	}
-	classes := Compile(t, j)
 
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, scenario+".log")
@@ -451,7 +470,8 @@ func StartWith(t testing.TB, j JDK, scenario string, o Options, args ...string) 
 	}
 	jvmArgs = append(jvmArgs, scenarioFlags[scenario]...)
 	jvmArgs = append(jvmArgs, o.JVMFlags...)
-	jvmArgs = append(jvmArgs, "-cp", classes, scenario)
+	classpath := strings.Join(append([]string{classes}, o.ClassPath...), string(os.PathListSeparator))
+	jvmArgs = append(jvmArgs, "-cp", classpath, scenario)
 	jvmArgs = append(jvmArgs, args...)
 
 	cmd := exec.Command(j.Bin("java"), jvmArgs...)
