@@ -16,6 +16,7 @@ need cc gcc
 need git git
 need promtool prometheus # promtool and the prometheus server, for internal/metrics tests
 need chromium chromium   # the HTML report's browser tests
+need tmux tmux           # the terminal test of ctprof top
 need npm npm             # make assets fetches ECharts from the npm registry
 need openssl openssl     # checks the fetched ECharts' integrity
 need taskset util-linux  # the one-CPU test of ctprof scale

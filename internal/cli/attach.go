@@ -112,21 +112,7 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 		Long:    attachLong,
 		Example: attachExample,
 		Args: func(cmd *cobra.Command, args []string) error {
-			switch {
-			case len(args) > 1:
-				return usageErrorf("attach takes one PID")
-			case len(args) == 1 && opts.Name != "":
-				return usageErrorf("give a PID or --name, not both")
-			case len(args) == 0 && opts.Name == "":
-				return usageErrorf("attach needs a PID or --name REGEX (ctprof ps lists candidates)")
-			case len(args) == 1:
-				pid, err := strconv.Atoi(args[0])
-				if err != nil || pid <= 0 {
-					return usageErrorf("%q is not a process id", args[0])
-				}
-				opts.PID = pid
-			}
-			return nil
+			return targetArgs("attach", args, opts.Name, &opts.PID)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(opts.Format); err != nil {
@@ -189,25 +175,12 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	root := opts.ProcRoot
-	if root == "" {
-		root = "/proc"
-	}
-	if opts.Name != "" {
-		pid, err := findByName(root, opts.Name)
-		if err != nil {
-			return err
-		}
-		opts.PID = pid
-	}
-	s, err := sample.NewSampler(sample.Options{PID: opts.PID, Interval: opts.Interval, Duration: opts.Duration, Count: opts.Count, Port: opts.Port, ProcRoot: root,
+	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Duration: opts.Duration, Count: opts.Count, Port: opts.Port,
 		JVM: opts.JVM.options()})
 	if err != nil {
-		if errors.Is(err, procfs.ErrProcessGone) {
-			return fmt.Errorf("%w (ctprof ps lists candidates)", err)
-		}
 		return err
 	}
+	opts.PID = s.Target().PID
 	// Ctrl-C, SIGTERM and SIGHUP (the terminal or ssh session closed, a
 	// nohup-less background run) end sampling alike: the summary and the
 	// files of what was seen are still written.
@@ -329,6 +302,50 @@ func statusLine(elapsed time.Duration, n int, snap *sample.Snapshot) string {
 		break
 	}
 	return b.String()
+}
+
+// targetArgs reads the one PID argument of attach and top, or none with
+// --name.
+func targetArgs(command string, args []string, name string, pid *int) error {
+	switch {
+	case len(args) > 1:
+		return usageErrorf("%s takes one PID", command)
+	case len(args) == 1 && name != "":
+		return usageErrorf("give a PID or --name, not both")
+	case len(args) == 0 && name == "":
+		return usageErrorf("%s needs a PID or --name REGEX (ctprof ps lists candidates)", command)
+	case len(args) == 1:
+		n, err := strconv.Atoi(args[0])
+		if err != nil || n <= 0 {
+			return usageErrorf("%q is not a process id", args[0])
+		}
+		*pid = n
+	}
+	return nil
+}
+
+// openSampler picks the target (so.PID, or the one process --name
+// matches) and opens its Sampler; attach and top share it.
+func openSampler(procRoot, name string, so sample.Options) (*sample.Sampler, error) {
+	if procRoot == "" {
+		procRoot = "/proc"
+	}
+	if name != "" {
+		pid, err := findByName(procRoot, name)
+		if err != nil {
+			return nil, err
+		}
+		so.PID = pid
+	}
+	so.ProcRoot = procRoot
+	s, err := sample.NewSampler(so)
+	if err != nil {
+		if errors.Is(err, procfs.ErrProcessGone) {
+			return nil, fmt.Errorf("%w (ctprof ps lists candidates)", err)
+		}
+		return nil, err
+	}
+	return s, nil
 }
 
 func isTerminal(w io.Writer) bool {

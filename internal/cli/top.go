@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+	"github.com/spf13/cobra"
+
+	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/report"
+	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/top"
+)
+
+// TopOptions are the inputs of `ctprof top`.
+type TopOptions struct {
+	IO       IO
+	PID      int
+	Name     string
+	Interval time.Duration
+	Port     int
+	JVM      jvmFlags
+	// HTML is where the r key writes the report; empty: a new file in the
+	// current directory named after the target.
+	HTML string
+	// Top is the rows per table of the summary printed after quitting.
+	Top      int
+	ProcRoot string
+}
+
+const topLong = `A full-screen live view of a running process, refreshed every --interval,
+fed by the same sampling and analysis as attach:
+
+  header   the target, how long ctprof has watched, threads (and per
+           connection), CPU used against the CPUs allowed, context switches
+           per second (voluntary, involuntary, host), run-queue wait, and the
+           pause ctprof's thread dumps cost a JVM
+  findings the current conclusions, worst first, one line each
+  locks    the hottest waits: kind, class, waiters now and on average,
+           owner, the frame where threads wait
+  pools    threads, states, CPU and switches per second
+  threads  the busiest threads (top -H) with their Java names and states
+
+Keys: ↑/↓ or j/k move, Tab switches panes, Enter opens the selected lock
+(its owner's frames and stack, the waiters' sites) or thread (its stack and
+counters) and Esc closes it, s changes the sort of the pane, p pauses the
+screen (sampling goes on), r writes the HTML report of the run so far, q or
+Ctrl-C quits with exit code 0 and prints the summary, as attach does.
+
+Works in 80x24 and larger; without colour when NO_COLOR is set or the
+terminal has none. It needs a terminal: for scripts, pipes and files use
+ctprof attach.`
+
+const topExample = `  ctprof top 4242
+  ctprof top --name 'market-?data' --interval 2s
+  ctprof top 4242 --locks --html incident.html   # r writes incident.html`
+
+func init() { register(func(io IO) *cobra.Command { return NewCmdTop(io, nil) }) }
+
+// NewCmdTop builds `ctprof top`.
+func NewCmdTop(io IO, runF func(*TopOptions) error) *cobra.Command {
+	opts := &TopOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:     "top [PID]",
+		Short:   "A live terminal view of a process: locks, pools, busiest threads, findings",
+		Long:    topLong,
+		Example: topExample,
+		Args: func(cmd *cobra.Command, args []string) error {
+			return targetArgs("top", args, opts.Name, &opts.PID)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Interval < 100*time.Millisecond {
+				return usageErrorf("--interval must be at least 100ms, not %s", opts.Interval)
+			}
+			if err := opts.JVM.validate(); err != nil {
+				return err
+			}
+			if opts.Port < 0 || opts.Port > 65535 {
+				return usageErrorf("--port must be between 0 and 65535, not %d", opts.Port)
+			}
+			if err := checkTop(opts.Top); err != nil {
+				return err
+			}
+			if opts.HTML != "" {
+				if err := (&outputFiles{HTML: opts.HTML}).check(nil, ""); err != nil {
+					return err
+				}
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return topRun(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Name, "name", "", "choose the target by a regular expression over process name and command line")
+	f.DurationVarP(&opts.Interval, "interval", "i", time.Second, "time between samples and screen refreshes")
+	f.IntVar(&opts.Port, "port", 0, "count only connections to this local server port")
+	f.StringVar(&opts.HTML, "html", "", "where r writes the HTML report (default: ctprof-top-PID-TIME.html in the current directory)")
+	f.IntVar(&opts.Top, "top", 10, "rows per table in the summary printed after quitting")
+	opts.JVM.register(f)
+	return cmd
+}
+
+// errNotTerminal explains the refusal to draw into a pipe or a file.
+var errNotTerminal = usageErrorf("ctprof top needs a terminal on standard output; for pipes, files and scripts use ctprof attach PID (a summary at the end, --format json, --html)")
+
+func topRun(ctx context.Context, opts *TopOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	out, ok := opts.IO.Out.(*os.File)
+	if !ok || !isTerminal(out) {
+		return errNotTerminal
+	}
+	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Port: opts.Port, JVM: opts.JVM.options()})
+	if err != nil {
+		return err
+	}
+	t := s.Target()
+	htmlPath := opts.HTML
+	if htmlPath == "" {
+		// The current directory, where the user sees it; a name that does
+		// not exist yet, so nothing of the user's is replaced.
+		htmlPath = fmt.Sprintf("ctprof-top-%d-%s.html", t.PID, time.Now().Format("20060102-150405"))
+	}
+
+	// Ctrl-C reaches the view as a key (the terminal is raw); SIGTERM,
+	// SIGHUP (the ssh session closed) and a SIGINT from kill end it alike.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+
+	agg := analysis.New()
+	// The report is written from the view's goroutine.
+	var wrote atomic.Pointer[string]
+	m := top.New(top.Options{
+		Interval: opts.Interval,
+		Profile:  colorProfile(out),
+		WriteReport: func() (string, error) {
+			err := writeAtomic(htmlPath, func(f io.Writer) error {
+				return report.HTML(f, report.HTMLInput{Summary: agg.Summary(), Stacks: agg.Stacks(), Generated: time.Now()})
+			})
+			if err == nil {
+				wrote.Store(&htmlPath)
+			}
+			return htmlPath, err
+		},
+	})
+	progOpts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithOutput(out), tea.WithoutSignalHandler()}
+	if in, ok := opts.IO.In.(*os.File); ok && isTerminal(in) {
+		progOpts = append(progOpts, tea.WithInput(in))
+	} else {
+		progOpts = append(progOpts, tea.WithInputTTY())
+	}
+	p := tea.NewProgram(m, progOpts...)
+
+	type result struct {
+		reason sample.StopReason
+		err    error
+		n      int
+	}
+	done := make(chan result, 1)
+	go func() {
+		n := 0
+		reason, err := s.Run(sampleCtx, func(snap *sample.Snapshot) {
+			agg.Add(snap)
+			n++
+			p.Send(top.Refresh{Summary: agg.Summary(), Stacks: top.StacksOf(snap.Dump)})
+		})
+		switch {
+		case reason == sample.StopTargetGone:
+			p.Send(top.Stopped{Reason: fmt.Sprintf("pid %d exited after %d samples; q quits", t.PID, n)})
+		case err != nil:
+			p.Send(top.Stopped{Reason: "sampling stopped: " + err.Error()})
+		}
+		done <- result{reason, err, n}
+	}()
+	go func() {
+		<-ctx.Done()
+		p.Quit()
+	}()
+	_, uiErr := p.Run()
+	stopSampling()
+	res := <-done
+	if uiErr != nil && !errors.Is(uiErr, tea.ErrProgramKilled) {
+		return fmt.Errorf("terminal: %w", uiErr)
+	}
+	if res.n == 0 {
+		return res.err
+	}
+	if err := writeSummary(opts.IO.Out, agg, "text", opts.Top); err != nil {
+		return err
+	}
+	// Last, where the user sees it below the summary.
+	if w := wrote.Load(); w != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "ctprof: wrote the HTML report to %s\n", *w)
+	}
+	if res.err != nil {
+		return fmt.Errorf("sampling stopped early: %w", res.err)
+	}
+	return nil
+}
+
+// colorProfile is the terminal's colours, none when NO_COLOR is set
+// (https://no-color.org: present and not empty).
+func colorProfile(out *os.File) termenv.Profile {
+	if os.Getenv("NO_COLOR") != "" {
+		return termenv.Ascii
+	}
+	return lipgloss.NewRenderer(out).ColorProfile()
+}
