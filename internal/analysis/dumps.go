@@ -118,7 +118,7 @@ func (a *Aggregator) addDump(s *sample.Snapshot, dt time.Duration) dumpTick {
 		}
 	}
 	locks := d.Locks()
-	a.addJavaLocks(locks, a.dumpSpan(s), &tick, seq)
+	a.addJavaLocks(withoutSuspects(locks), a.dumpSpan(s), &tick, seq)
 	a.addDeadlocks(d, locks, seq)
 	a.addJavaThreads(d, s.Time, seq, ownersOfWaits(locks))
 	a.addStacks(d, tick.waitsOn)
@@ -258,6 +258,46 @@ func (a *Aggregator) addDeadlocks(d *threaddump.Dump, locks []*threaddump.LockIn
 		}
 		note(names, locks, false)
 	}
+}
+
+// withoutSuspects is the lock table without what rests on suspect threads
+// (entries read inside another thread's name, which may be forged): their
+// waits are dropped, and a suspect owner is not named. A lock left with
+// no waiter is left out. The dump's warnings already say which lines.
+func withoutSuspects(locks []*threaddump.LockInfo) []*threaddump.LockInfo {
+	any := false
+	for _, li := range locks {
+		if li.Owner != nil && li.Owner.Suspect || li.Releaser != nil && li.Releaser.Suspect {
+			any = true
+		}
+		for _, w := range li.Waiters {
+			any = any || w.Thread.Suspect
+		}
+	}
+	if !any {
+		return locks
+	}
+	out := make([]*threaddump.LockInfo, 0, len(locks))
+	for _, li := range locks {
+		c := *li
+		c.Waiters = nil
+		for _, w := range li.Waiters {
+			if !w.Thread.Suspect {
+				c.Waiters = append(c.Waiters, w)
+			}
+		}
+		if len(li.Waiters) > 0 && len(c.Waiters) == 0 {
+			continue
+		}
+		if c.Owner != nil && c.Owner.Suspect {
+			c.Owner, c.OwnerFrame = nil, -1
+		}
+		if c.Releaser != nil && c.Releaser.Suspect {
+			c.Releaser, c.ReleaserFrame = nil, -1
+		}
+		out = append(out, &c)
+	}
+	return out
 }
 
 // allSuspect reports whether every thread is threaddump.Thread.Suspect.

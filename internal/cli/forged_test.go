@@ -36,6 +36,16 @@ func TestForgedNamesMakeNoDeadlock(t *testing.T) {
 		assert.Empty(t, doc["deadlocks"])
 		assert.Equal(t, float64(10), gateWaiters(t, doc))
 		assert.Contains(t, out, "the entries between may be part of it")
+		// The forged entries' locks rest on suspect threads only: they
+		// are not in the lock table, and no finding names them.
+		for _, l := range doc["locks"].([]any) {
+			class := l.(map[string]any)["class"]
+			assert.NotContains(t, []any{"ForgedNames$X", "ForgedNames$Y", "Fake"}, class)
+		}
+		for _, f := range doc["findings"].([]any) {
+			assert.NotContains(t, f.(map[string]any)["summary"], "ForgedNames$X")
+			assert.NotContains(t, f.(map[string]any)["summary"], "ForgedNames$Y")
+		}
 	})
 	t.Run("attach", func(t *testing.T) {
 		doc, errOut := attachJSON(t, strconv.Itoa(p.PID), "--count", "2", "--interval", "100ms")
