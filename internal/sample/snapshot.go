@@ -54,6 +54,11 @@ type Snapshot struct {
 	// targets or when unreadable.
 	JVM *JVMCounters
 
+	// Waits are the waits the JVM measured itself (JFR) since the previous
+	// batch; GCPauses its garbage collections. Nil without a recording.
+	Waits    []WaitEvent
+	GCPauses []GCPause
+
 	// Threads is the /proc sample of every OS thread; nil when the tick
 	// has none (dump files).
 	Threads []OSThread
