@@ -16,27 +16,6 @@ import (
 // jcmd dumps of real JVMs; the truth is read from the dump text with the
 // plain rules below, not from the parser.
 
-// threadBlocks splits a HotSpot dump into the text of each thread, keyed by
-// name (the scenarios' names are unique).
-func threadBlocks(dump []byte) map[string]string {
-	out := map[string]string{}
-	name, start := "", 0
-	lines := strings.Split(string(dump), "\n")
-	flush := func(end int) {
-		if name != "" {
-			out[name] = strings.Join(lines[start:end], "\n")
-		}
-	}
-	for i, line := range lines {
-		if strings.HasPrefix(line, "\"") {
-			flush(i)
-			name, start = line[1:strings.Index(line[1:], "\"")+1], i
-		}
-	}
-	flush(len(lines))
-	return out
-}
-
 var lockedRE = regexp.MustCompile(`- locked <(0x[0-9a-f]+)> \(a ([^)]+)\)`)
 
 // signalWaiters reads, from the dump text, the threads inside Object.wait()
@@ -46,21 +25,35 @@ var lockedRE = regexp.MustCompile(`- locked <(0x[0-9a-f]+)> \(a ([^)]+)\)`)
 // available>" for the wait.
 func signalWaiters(dump []byte, frame, class string) map[string][]string {
 	byAddr := map[string][]string{}
-	for name, text := range threadBlocks(dump) {
-		if !strings.Contains(text, "at java.lang.Object.wait") || !strings.Contains(text, "at "+frame+"(") {
+	for _, st := range testjvm.ThreadStacks(dump) {
+		if !st.Has("at java.lang.Object.wait") || !st.Has("at "+frame+"(") {
 			continue
 		}
-		if !strings.Contains(text, "State: WAITING (on object monitor)") && !strings.Contains(text, "State: BLOCKED") {
+		if st.State != "WAITING (on object monitor)" && !strings.HasPrefix(st.State, "BLOCKED") {
 			continue
 		}
-		after := text[strings.Index(text, "at "+frame+"("):]
-		m := lockedRE.FindStringSubmatch(after)
-		if m == nil || m[2] != class {
-			continue
+		seen := false
+		for _, l := range st.Lines {
+			seen = seen || strings.Contains(l, "at "+frame+"(")
+			if m := lockedRE.FindStringSubmatch(l); seen && m != nil {
+				if m[2] == class {
+					byAddr[m[1]] = append(byAddr[m[1]], st.Name)
+				}
+				break
+			}
 		}
-		byAddr[m[1]] = append(byAddr[m[1]], name)
 	}
 	return byAddr
+}
+
+// stackOf is the named thread's stack in the dump.
+func stackOf(dump []byte, name string) testjvm.ThreadStack {
+	for _, st := range testjvm.ThreadStacks(dump) {
+		if st.Name == name {
+			return st
+		}
+	}
+	return testjvm.ThreadStack{}
 }
 
 func TestJVMGroupCommitConvoyIsContention(t *testing.T) {
@@ -74,8 +67,8 @@ func TestJVMGroupCommitConvoyIsContention(t *testing.T) {
 				// A dump where the flusher syncs (it is not in wait()) and
 				// most writers wait for it.
 				d := p.WaitForDump(t, time.Minute, func(d []byte) bool {
-					b := threadBlocks(d)["log-flusher"]
-					return strings.Contains(b, "GroupCommit$Log.flushLoop") && !strings.Contains(b, "Object.wait") &&
+					f := stackOf(d, "log-flusher")
+					return f.Has("GroupCommit$Log.flushLoop") && !f.Has("Object.wait") &&
 						testjvm.CountLines(d, "at GroupCommit$Log.commit(") >= 6
 				})
 				dumps = append(dumps, d)
@@ -150,7 +143,7 @@ func TestJVMRowLockWaitsAreContention(t *testing.T) {
 			// No transaction object is owned by a thread in wait() on it.
 			for _, l := range got {
 				if l.Owner != nil {
-					assert.NotContains(t, threadBlocks(dump)[*l.Owner], "waiting on <no object reference available>")
+					assert.False(t, stackOf(dump, *l.Owner).Has("waiting on <no object reference available>"), *l.Owner)
 				}
 			}
 			total := 0
