@@ -1,0 +1,403 @@
+package jfr
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+)
+
+// DefaultMaxChunkSize is the largest chunk a Reader accepts unless told
+// otherwise. The JVM's default chunk size is 12 MB.
+const DefaultMaxChunkSize = 512 << 20
+
+// ErrNotJFR is returned (wrapped) when a stream does not start with a chunk
+// header.
+var ErrNotJFR = errors.New("not a JFR recording")
+
+// Options select what a Reader returns.
+type Options struct {
+	// EventTypes lists the event type names to return, e.g.
+	// "jdk.JavaMonitorEnter"; events of other types are skipped by size
+	// without being decoded. Empty means every event type.
+	EventTypes []string
+	// MaxChunkSize bounds the memory one chunk may take; 0 means
+	// DefaultMaxChunkSize. Larger chunks are refused with an error.
+	MaxChunkSize int64
+}
+
+// Reader streams the events of a JFR recording, chunk by chunk. It holds one
+// chunk in memory at a time (plus whatever chunks the caller's events still
+// refer to).
+type Reader struct {
+	r      *countingReader
+	opts   Options
+	wanted map[string]bool
+
+	c      *chunk
+	prev   *chunk              // the chunk before c, see chunk.previous
+	want   map[int64]*typeDesc // event types to decode in the current chunk
+	index  int
+	lastMD *metadata
+	// lastMDBody is the previous metadata event after its id: chunks of
+	// one recording repeat it, so it is parsed once.
+	lastMDBody []byte
+	err        error
+	stopped    bool // an unfinished chunk ends the stream
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// NewReader returns a Reader of the recording in r.
+func NewReader(r io.Reader, opts Options) *Reader {
+	if opts.MaxChunkSize <= 0 {
+		opts.MaxChunkSize = DefaultMaxChunkSize
+	}
+	rd := &Reader{r: &countingReader{r: r}, opts: opts}
+	if len(opts.EventTypes) > 0 {
+		rd.wanted = make(map[string]bool, len(opts.EventTypes))
+		for _, t := range opts.EventTypes {
+			rd.wanted[t] = true
+		}
+	}
+	return rd
+}
+
+// Chunk describes the chunk of the event Next returned last.
+func (r *Reader) Chunk() ChunkInfo {
+	if r.c == nil {
+		return ChunkInfo{}
+	}
+	return r.c.info
+}
+
+// Next returns the next selected event, io.EOF after the last one, or an
+// error for damaged input. The events before the damage have been returned
+// already; the error (a *FormatError for format violations) names the
+// offset. After an error Next keeps returning it.
+func (r *Reader) Next() (*Event, error) {
+	for r.err == nil {
+		if r.c == nil {
+			if r.stopped {
+				r.err = io.EOF
+				break
+			}
+			if err := r.readChunk(); err != nil {
+				r.err = err
+				break
+			}
+		}
+		ev, err := r.nextInChunk()
+		if err != nil {
+			r.err = err
+			break
+		}
+		if ev != nil {
+			return ev, nil
+		}
+		r.prev, r.c = r.c, nil
+	}
+	return nil, r.err
+}
+
+func (r *Reader) readChunk() error {
+	start := r.r.n
+	var hdr [headerSize]byte
+	n, err := io.ReadFull(r.r, hdr[:])
+	if err == io.EOF {
+		if r.index == 0 {
+			return fmt.Errorf("jfr: empty input: %w", ErrNotJFR)
+		}
+		return io.EOF
+	}
+	if n < 4 || !bytes.Equal(hdr[:4], []byte("FLR\x00")) {
+		if r.index == 0 {
+			return fmt.Errorf("jfr: no FLR magic at the start: %w", ErrNotJFR)
+		}
+		return &FormatError{Offset: start, Msg: "no chunk header (FLR magic) after the previous chunk"}
+	}
+	if err != nil {
+		return &FormatError{Offset: start + int64(n), Msg: "truncated chunk header"}
+	}
+	major := binary.BigEndian.Uint16(hdr[4:])
+	minor := binary.BigEndian.Uint16(hdr[6:])
+	if major != 2 {
+		return &FormatError{Offset: start + 4, Msg: fmt.Sprintf("JFR format version %d.%d is not supported (2.x is: JDK 11+ and 8u262+)", major, minor)}
+	}
+	size := int64(binary.BigEndian.Uint64(hdr[8:]))
+	state := hdr[fileStateOffset]
+	if state == fileStateUpdating {
+		return &FormatError{Offset: start + fileStateOffset, Msg: "chunk header is being rewritten by the JVM; read again"}
+	}
+	if hdr[67]&4 != 0 {
+		// Start ticks relative to the previous event: no JVM we know
+		// writes them, and decoding them needs every event, even skipped
+		// ones, so refuse rather than return wrong times.
+		return &FormatError{Offset: start + 67, Msg: "compressed ticks are not supported"}
+	}
+	if size < headerSize {
+		return &FormatError{Offset: start + 8, Msg: fmt.Sprintf("chunk size %d is smaller than its header", size)}
+	}
+	if size > r.opts.MaxChunkSize {
+		return &FormatError{Offset: start + 8, Msg: fmt.Sprintf("chunk size %d exceeds the %d byte limit", size, r.opts.MaxChunkSize)}
+	}
+	buf, err := readGrowing(r.r, hdr[:], int(size))
+	if err != nil {
+		return &FormatError{Offset: start + int64(len(buf)), Msg: fmt.Sprintf("chunk of %d bytes is truncated after %d: %v", size, len(buf), err)}
+	}
+	c := &chunk{
+		buf:     buf,
+		pools:   make(map[*typeDesc]map[int64]int),
+		threads: make(map[int64]*Thread),
+		classes: make(map[int64]*Class),
+		methods: make(map[int64]*Method),
+		stacks:  make(map[int64]*StackTrace),
+		strings: make(map[*typeDesc]map[int64]string),
+		decoded: make(map[*typeDesc]map[int64]value),
+	}
+	_, _, _, _, metaOff := c.header()
+	c.startNanos = int64(binary.BigEndian.Uint64(hdr[32:]))
+	durNanos := int64(binary.BigEndian.Uint64(hdr[40:]))
+	c.startTicks = int64(binary.BigEndian.Uint64(hdr[48:]))
+	tps := int64(binary.BigEndian.Uint64(hdr[56:]))
+	if tps <= 0 {
+		return &FormatError{Offset: start + 56, Msg: fmt.Sprintf("ticks per second %d", tps)}
+	}
+	c.nsPerTick = 1e9 / float64(tps)
+	c.info = ChunkInfo{
+		Index: r.index, Offset: start, Size: size, Major: int(major), Minor: int(minor),
+		Start: time.Unix(0, c.startNanos).UTC(), Duration: time.Duration(durNanos),
+		TicksPerSecond: tps, Unfinished: state != 0,
+	}
+	r.index++
+	if state != 0 {
+		// The rest of the file is this chunk's unflushed tail, not another
+		// chunk.
+		r.stopped = true
+	}
+
+	// Frame every event once: this finds the checkpoints wherever the
+	// delta chain would have led and tells how far the chunk is intact.
+	var metaAt []int
+	var cps [][2]int
+	d := c.dec(headerSize)
+	c.end = headerSize
+	for d.pos < len(buf) {
+		at := d.pos
+		sz := d.varint()
+		typ := d.varint()
+		if d.err == nil && (sz < 2 || sz > int64(len(buf)-at)) {
+			d.fail("event size %d does not fit the chunk (%d bytes left)", sz, len(buf)-at)
+		}
+		if d.err != nil {
+			d.err.(*FormatError).Offset = c.info.Offset + int64(at)
+			c.scanErr = d.err
+			break
+		}
+		switch typ {
+		case typeMetadata:
+			metaAt = append(metaAt, at)
+		case typeCheckpoint:
+			cps = append(cps, [2]int{at, at + int(sz)})
+		}
+		d.pos = at + int(sz)
+		c.end = d.pos
+	}
+
+	// The header's metadata offset is the newest description of the types;
+	// fall back to the last one found when it is damaged.
+	mpos := -1
+	for _, at := range metaAt {
+		if int64(at) == metaOff {
+			mpos = at
+		}
+	}
+	if mpos < 0 && len(metaAt) > 0 {
+		mpos = metaAt[len(metaAt)-1]
+	}
+	if mpos < 0 {
+		if c.scanErr != nil {
+			return c.scanErr
+		}
+		return &FormatError{Offset: start + 24, Msg: "chunk has no metadata event"}
+	}
+	msize := d0size(buf, mpos)
+	md := c.dec(mpos)
+	md.b = buf[:msize]
+	md.varint()
+	md.varint()
+	mdStart := md.pos
+	md.varint() // start
+	md.varint() // duration
+	md.varint() // metadata id: not trusted across concatenated recordings
+	body := buf[md.pos:msize]
+	switch {
+	case md.err == nil && r.lastMD != nil && bytes.Equal(r.lastMDBody, body):
+		c.meta = r.lastMD
+	case md.err == nil && cachedMetadata(body) != nil:
+		c.meta = cachedMetadata(body)
+		r.lastMD, r.lastMDBody = c.meta, append(r.lastMDBody[:0], body...)
+	default:
+		md.pos = mdStart
+		m, err := parseMetadata(md)
+		if err != nil {
+			var fe *FormatError
+			if errors.As(err, &fe) {
+				return err
+			}
+			return &FormatError{Offset: start + int64(mpos), Msg: err.Error()}
+		}
+		c.meta = m
+		r.lastMD, r.lastMDBody = m, append(r.lastMDBody[:0], body...)
+		storeMetadata(body, m)
+	}
+
+	for _, cp := range cps {
+		d := c.dec(cp[0])
+		d.b = buf[:cp[1]]
+		d.varint()
+		d.varint()
+		c.readCheckpoint(d, cp[1])
+		if d.err != nil {
+			return d.err
+		}
+	}
+
+	r.want = make(map[int64]*typeDesc)
+	for id, t := range c.meta.types {
+		if t.event && (r.wanted == nil || r.wanted[t.name]) {
+			r.want[id] = t
+		}
+	}
+	c.pos = headerSize
+	if r.prev != nil {
+		r.prev.prev = nil // keep one chunk back, not the whole stream
+		c.prev = r.prev
+	}
+	r.c = c
+	return nil
+}
+
+// d0size returns where the event at pos ends (its framing was checked).
+func d0size(buf []byte, pos int) int {
+	d := decoder{b: buf, pos: pos}
+	return pos + int(d.varint())
+}
+
+// readGrowing reads until buf holds size bytes. It grows the buffer as data
+// arrives, so a forged size on a short stream costs no more than the stream.
+func readGrowing(r io.Reader, head []byte, size int) ([]byte, error) {
+	initial := size
+	if initial > 1<<20 {
+		initial = 1 << 20
+	}
+	buf := make([]byte, len(head), initial)
+	copy(buf, head)
+	for len(buf) < size {
+		if len(buf) == cap(buf) {
+			next := 2 * cap(buf)
+			if next > size {
+				next = size
+			}
+			nb := make([]byte, len(buf), next)
+			copy(nb, buf)
+			buf = nb
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil && len(buf) < size {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return buf, err
+		}
+	}
+	return buf, nil
+}
+
+func (r *Reader) nextInChunk() (*Event, error) {
+	c := r.c
+	b := c.buf
+	for c.pos < c.end {
+		at := c.pos
+		d := decoder{b: b[:c.end], pos: at, base: c.info.Offset}
+		sz := d.varint()
+		typ := d.varint()
+		next := at + int(sz)
+		c.pos = next
+		t := r.want[typ]
+		if t == nil {
+			continue
+		}
+		d.b = b[:next]
+		ev := r.newEvent(t, c)
+		c.decodeFields(&d, t, ev.vals)
+		if d.err != nil {
+			return nil, d.err
+		}
+		if t.iStart >= 0 {
+			ev.Start = c.ticksToTime(ev.vals[t.iStart].i)
+		}
+		if t.iDuration >= 0 {
+			ev.Duration = time.Duration(c.ticksToNanos(ev.vals[t.iDuration].i))
+		}
+		if t.iThread >= 0 {
+			ev.Thread = c.thread(t.fields[t.iThread].typ, ev.vals[t.iThread])
+		}
+		if t.iStack >= 0 {
+			ev.Stack = c.stack(t.fields[t.iStack].typ, ev.vals[t.iStack])
+		}
+		return ev, nil
+	}
+	if c.scanErr != nil {
+		return nil, c.scanErr
+	}
+	return nil, nil
+}
+
+// eventWithValues puts an event and the values of a typical event type in
+// one allocation.
+type eventWithValues struct {
+	ev   Event
+	vals [8]value
+}
+
+func (r *Reader) newEvent(t *typeDesc, c *chunk) *Event {
+	var ev *Event
+	if len(t.fields) <= 8 {
+		a := &eventWithValues{}
+		ev = &a.ev
+		ev.vals = a.vals[:len(t.fields)]
+	} else {
+		ev = &Event{vals: make([]value, len(t.fields))}
+	}
+	ev.Type, ev.typ, ev.c = t.name, t, c
+	return ev
+}
+
+// clampMul multiplies without wrapping around, for sentinel values such as
+// Long.MIN_VALUE timeouts.
+func clampMul(v, m int64) int64 {
+	if m == 1 || v == 0 {
+		return v
+	}
+	if v > math.MaxInt64/m {
+		return math.MaxInt64
+	}
+	if v < math.MinInt64/m {
+		return math.MinInt64
+	}
+	return v * m
+}
