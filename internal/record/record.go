@@ -28,8 +28,9 @@ import (
 
 // FormatVersion is the version this ctprof writes and the newest it reads.
 // Version 2 adds each futex wait's expected value and timeout flag;
-// version 1 files are still read (those two fields read as zero).
-const FormatVersion = 2
+// version 3 the waits and GC pauses a JVM recorded (JFR, attach --jfr).
+// Older files are still read (what they lack reads as zero or empty).
+const FormatVersion = 3
 
 // magic starts every recording; the version byte follows it.
 const magic = "CTPROF-RECORDING\n"

@@ -540,3 +540,43 @@ func TestFutexWaitFieldsAndVersion1(t *testing.T) {
 		}
 	}
 }
+
+// Version 3 keeps the waits and GC pauses a JVM recorded (attach --jfr),
+// so a replay feeds the Aggregator what the run did; a version 2 file
+// reads without them.
+func TestWaitEventsRoundTripAndVersion2(t *testing.T) {
+	snap := &sample.Snapshot{
+		Time: time.Unix(9, 0),
+		Waits: []sample.WaitEvent{{
+			Kind: "monitor", Event: "jdk.JavaMonitorEnter", Start: time.Unix(8, 5), Duration: 12 * time.Millisecond,
+			Thread: "worker-1", JavaThreadID: 21, OSThreadID: 4242, Class: "app.Log", Address: 0xffd19730,
+			Other: "flusher", Timeout: time.Second, TimedOut: true,
+			Stack: []threaddump.Frame{{Class: "app.Log", Method: "append", File: "Log.java", Line: 42}, {Class: "java.lang.Thread", Method: "run", Module: "java.base@17", Native: true}},
+		}},
+		GCPauses: []sample.GCPause{{Start: time.Unix(8, 9), Name: "G1New", Cause: "Allocation Failure", SumOfPauses: 3 * time.Millisecond, LongestPause: 2 * time.Millisecond}},
+		Host:     &sample.Host{CPUs: 2},
+	}
+	for _, version := range []byte{2, FormatVersion} {
+		path := filepath.Join(t.TempDir(), "run.ctprof")
+		w, err := Create(path, Header{Version: "test"})
+		require.NoError(t, err)
+		w.version = version
+		require.NoError(t, w.Append(snap))
+		require.NoError(t, w.Close())
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		b[len(magic)] = version
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+
+		got, r := readAll(t, path)
+		assert.Empty(t, r.Warnings(), "version %d", version)
+		require.Len(t, got, 1)
+		if version < 3 {
+			assert.Empty(t, got[0].Waits)
+			assert.Empty(t, got[0].GCPauses)
+			continue
+		}
+		assert.Equal(t, snap.Waits, got[0].Waits)
+		assert.Equal(t, snap.GCPauses, got[0].GCPauses)
+	}
+}

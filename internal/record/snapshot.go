@@ -147,7 +147,89 @@ func encodeSnapshot(e *encoder, s *sample.Snapshot, prev threadState, key bool) 
 	if s.DumpText != nil {
 		e.bytes(s.DumpText)
 	}
+	if e.version >= 3 {
+		encodeWaits(e, s)
+	}
 	return next
+}
+
+// encodeWaits writes the waits and GC pauses a JVM recorded (JFR), so a
+// replay of an attach --jfr run feeds the Aggregator what the run did.
+func encodeWaits(e *encoder, s *sample.Snapshot) {
+	e.uvarint(uint64(len(s.Waits)))
+	for i := range s.Waits {
+		w := &s.Waits[i]
+		e.str(w.Kind)
+		e.str(w.Event)
+		e.varint(w.Start.UnixNano())
+		e.duration(w.Duration)
+		e.str(w.Thread)
+		e.varint(w.JavaThreadID)
+		e.varint(w.OSThreadID)
+		e.str(w.Class)
+		e.uvarint(w.Address)
+		e.str(w.Other)
+		e.duration(w.Timeout)
+		e.bool(w.TimedOut)
+		e.uvarint(uint64(len(w.Stack)))
+		for _, f := range w.Stack {
+			e.str(f.Class)
+			e.str(f.Method)
+			e.str(f.Module)
+			e.str(f.File)
+			e.int(f.Line)
+			e.bool(f.Native)
+		}
+	}
+	e.uvarint(uint64(len(s.GCPauses)))
+	for _, g := range s.GCPauses {
+		e.varint(g.Start.UnixNano())
+		e.str(g.Name)
+		e.str(g.Cause)
+		e.duration(g.SumOfPauses)
+		e.duration(g.LongestPause)
+	}
+}
+
+// decodeWaits reads what encodeWaits wrote.
+func decodeWaits(d *decoder, s *sample.Snapshot) {
+	if n := d.count(13); n > 0 {
+		s.Waits = make([]sample.WaitEvent, 0, n)
+		for i := 0; i < n && d.err == nil; i++ {
+			var w sample.WaitEvent
+			w.Kind = d.str()
+			w.Event = d.str()
+			w.Start = time.Unix(0, d.varint())
+			w.Duration = d.duration()
+			w.Thread = d.str()
+			w.JavaThreadID = d.varint()
+			w.OSThreadID = d.varint()
+			w.Class = d.str()
+			w.Address = d.uvarint()
+			w.Other = d.str()
+			w.Timeout = d.duration()
+			w.TimedOut = d.bool()
+			if nf := d.count(6); nf > 0 {
+				w.Stack = make([]threaddump.Frame, 0, min(nf, sample.MaxWaitEventFrames))
+				for k := 0; k < nf && d.err == nil; k++ {
+					f := threaddump.Frame{Class: d.str(), Method: d.str(), Module: d.str(), File: d.str(), Line: d.int(), Native: d.bool()}
+					if len(w.Stack) < sample.MaxWaitEventFrames {
+						w.Stack = append(w.Stack, f)
+					}
+				}
+			}
+			s.Waits = append(s.Waits, w)
+		}
+	}
+	if n := d.count(5); n > 0 {
+		s.GCPauses = make([]sample.GCPause, 0, n)
+		for i := 0; i < n && d.err == nil; i++ {
+			s.GCPauses = append(s.GCPauses, sample.GCPause{
+				Start: time.Unix(0, d.varint()), Name: d.str(), Cause: d.str(),
+				SumOfPauses: d.duration(), LongestPause: d.duration(),
+			})
+		}
+	}
 }
 
 func encodeLocation(e *encoder, l procfs.Location) {
@@ -307,6 +389,9 @@ func decodeSnapshot(d *decoder, prev threadState, key bool) (*sample.Snapshot, t
 				s.Dump = dumps[len(dumps)-1]
 			}
 		}
+	}
+	if d.version >= 3 {
+		decodeWaits(d, s)
 	}
 	return s, next
 }
