@@ -97,6 +97,8 @@ type Aggregator struct {
 	errors   int
 	jvmFirst *sample.JVMCounters
 	jvmLast  *sample.JVMCounters
+
+	jfr *jfrAgg // JFR waits and GC pauses (jfrwaits.go); nil without a recording
 }
 
 // New returns an empty Aggregator with default bounds.
@@ -171,6 +173,7 @@ func (a *Aggregator) Add(s *sample.Snapshot) {
 	if s.Dump != nil {
 		a.addSerialization(tick)
 	}
+	a.addJFR(s)
 }
 
 // step advances the clock and returns the time this snapshot stands for:

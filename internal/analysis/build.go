@@ -71,6 +71,7 @@ func (a *Aggregator) summary(full bool) *Summary {
 	a.liveSummary(s, full)
 	a.costSummary(s)
 	a.jvmSummary(s)
+	s.JFR = a.jfrSummary()
 	if full {
 		s.Timelines = a.timelineSummaries()
 		s.Findings = findings(s)
@@ -334,6 +335,7 @@ var timelineInfo = []struct{ id, title, unit string }{
 	{"connections_threads", "Connections and threads", "count"},
 	{"cpu", "CPU use against CPUs allowed", "CPUs"},
 	{"run_queue_wait", "Waiting for a CPU", "threads"},
+	{"gc_pauses", "Garbage collection pauses (JFR)", "ms"},
 }
 
 // maxLockTimelines bounds the lock_waiters timeline to the hottest locks.

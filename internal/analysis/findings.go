@@ -65,6 +65,13 @@ func findings(s *Summary) []Finding {
 		}
 	}
 	for _, l := range s.Locks {
+		if l.DumpsSeen == 0 && l.JFR != nil {
+			// Seen only in a recording: its exact waits speak for it.
+			if f, ok := jfrFinding(l, s); ok {
+				out = append(out, f)
+			}
+			continue
+		}
 		// One waiter is a hotspot only when it is there most of the time
 		// over several samples (in a single dump every waited-on lock has
 		// a waiter "always"); a lock of a deadlock is reported with it.
@@ -155,7 +162,7 @@ func findings(s *Summary) []Finding {
 		out = append(out, Finding{
 			Kind:     FindingLockHotspot,
 			Severity: sev,
-			Summary:  fmt.Sprintf("%s %s on %s%s%s, %s.", capitalize(what), verb, LockName(l), waitHow(l), where, owner),
+			Summary:  fmt.Sprintf("%s %s on %s%s%s, %s.", capitalize(what), verb, LockName(l), waitHow(l), where, owner) + jfrSentence(l),
 			Evidence: ev,
 			NextStep: next,
 			impact:   1e6 + float64(l.Waiters)*1000 + l.AvgWaiters,

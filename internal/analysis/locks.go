@@ -636,6 +636,7 @@ func (a *Aggregator) lockSummaries() []LockSummary {
 		}
 		out = append(out, ls)
 	}
+	out = a.withJFR(out)
 	sortLocks(out)
 	return out
 }
@@ -649,6 +650,9 @@ func sortLocks(out []LockSummary) {
 		}
 		if x.AvgWaiters != y.AvgWaiters {
 			return x.AvgWaiters > y.AvgWaiters
+		}
+		if xj, yj := x.JFR.waitSeconds(), y.JFR.waitSeconds(); xj != yj {
+			return xj > yj
 		}
 		if x.Class != y.Class {
 			return x.Class < y.Class

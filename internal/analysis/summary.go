@@ -64,6 +64,9 @@ type Summary struct {
 	JVM *JVMSummary `json:"jvm,omitempty"`
 	// Errors counts the problems that did not stop sampling.
 	Errors int `json:"errors,omitempty"`
+	// JFR describes the recording data read (JFR files, attach --jfr);
+	// absent without one.
+	JFR *JFRSummary `json:"jfr,omitempty"`
 
 	Locks []LockSummary `json:"locks"`
 	// ContentionSites group the Java locks by class and wait site: how
@@ -204,6 +207,9 @@ type LockSummary struct {
 	DumpsSeen int `json:"dumps_seen"`
 	// Site is the ID of the lock's ContentionSite (Java locks only).
 	Site string `json:"site,omitempty"`
+	// JFR is what a Java Flight Recorder recording measured about the
+	// lock (exact waits); absent without a recording.
+	JFR *JFRWaits `json:"jfr,omitempty"`
 }
 
 // ContentionSite is one lock class waited for at one frame, over all its

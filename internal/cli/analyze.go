@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,7 +26,8 @@ type AnalyzeOptions struct {
 
 var outputFormats = []string{"text", "json", "folded"}
 
-const analyzeLong = `Analyze thread dumps that were already taken.
+const analyzeLong = `Analyze thread dumps that were already taken, and Java Flight Recorder
+recordings.
 
 Each FILE may hold one dump, a series of dumps (jcmd Thread.print run several
 times into one file, kill -3 output in a log), or be gzip-compressed; several
@@ -35,6 +38,16 @@ Formats read: HotSpot text from jstack, jcmd <pid> Thread.print (with or
 without -l) and kill -3 (JDK 6 to 25, embedded in other log lines or not),
 jcmd <pid> Thread.dump_to_file in text and JSON (JDK 21+), and OpenJ9/IBM
 javacore files. UTF-16 with a byte order mark and CRLF line endings are fine.
+
+JFR recordings (.jfr, from -XX:StartFlightRecording, jcmd JFR.dump or
+async-profiler; told apart by content) give exact waits: every
+jdk.JavaMonitorEnter, jdk.JavaMonitorWait, jdk.ThreadPark and
+jdk.VirtualThreadPinned event becomes a wait on its lock, with its duration,
+the previous owner of a monitor or the notifier of a wait(); each lock then
+says how often threads waited, how long in all, p50/p99/max and behind whom.
+Thread dumps in the recording (jdk.ThreadDump) join the lock table, GC pauses
+(jdk.GarbageCollection) the timeline. Record the lock events with a threshold
+of 0 ms (or a small one) to see every wait.
 
 The text report leads with findings (deadlocks, lock hotspots, stuck threads),
 then the lock table (each lock, its owner and the frame the owner runs, its
@@ -55,7 +68,8 @@ const analyzeExample = `  ctprof analyze dump.txt
   jcmd 4242 Thread.print -l | ctprof analyze -
   ctprof analyze --format json dump1.txt dump2.txt dump3.txt
   ctprof analyze --format folded app.log.gz > stacks.folded
-  ctprof analyze --html report.html --pprof blocked.pb.gz series.txt`
+  ctprof analyze --html report.html --pprof blocked.pb.gz series.txt
+  ctprof analyze --format json recording.jfr`
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdAnalyze(io, nil) }) }
 
@@ -64,7 +78,7 @@ func NewCmdAnalyze(io IO, runF func(*AnalyzeOptions) error) *cobra.Command {
 	opts := &AnalyzeOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:     "analyze FILE...",
-		Short:   "Analyze thread dump files: locks, deadlocks, pools, stuck threads",
+		Short:   "Analyze thread dump and JFR files: locks, deadlocks, pools, stuck threads",
 		Long:    analyzeLong,
 		Example: analyzeExample,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -184,7 +198,11 @@ func readDumps(stdin io.Reader, name string, agg *analysis.Aggregator) (int, err
 		}
 		r = f
 	}
-	dr := threaddump.NewReader(r)
+	br := bufio.NewReader(r)
+	if head, _ := br.Peek(len(sample.JFRMagic)); sample.IsJFR(head) {
+		return readJFR(br, name, src, agg)
+	}
+	dr := threaddump.NewReader(br)
 	n := 0
 	var err error
 	for {
@@ -206,6 +224,39 @@ func readDumps(stdin io.Reader, name string, agg *analysis.Aggregator) (int, err
 		return n, fmt.Errorf("%s: %w (after %d dumps)", name, err, n)
 	}
 	return 0, fmt.Errorf("%s: %w", name, err)
+}
+
+// readJFR streams a JFR recording into agg in bounded batches (waits, GC
+// pauses, and the thread dumps it holds) and returns how many snapshots it
+// added.
+func readJFR(r io.Reader, name, src string, agg *analysis.Aggregator) (int, error) {
+	jr := sample.NewJFRReader(r, src, sample.JFROptions{})
+	n := 0
+	var err error
+	for {
+		var s *sample.Snapshot
+		s, err = jr.Next()
+		if err != nil {
+			break
+		}
+		agg.Add(s)
+		n++
+	}
+	if err == io.EOF {
+		if n == 0 {
+			// A recording without the events read is a valid answer (no
+			// wait passed the recording's threshold), not a failure.
+			agg.Add(&sample.Snapshot{Source: src})
+			agg.AddWarning(name + ": the recording holds no lock waits, thread dumps or GC pauses (" +
+				strings.Join(sample.JFREventTypes, ", ") + "); enable them, with a threshold, to see contention")
+			return 1, nil
+		}
+		return n, nil
+	}
+	if n > 0 {
+		return n, fmt.Errorf("%w (after %d batches of events)", err, n)
+	}
+	return 0, err
 }
 
 func writeSummary(w io.Writer, agg *analysis.Aggregator, format string, top int) error {

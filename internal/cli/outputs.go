@@ -30,11 +30,15 @@ const outputFlagsHelp = `Files besides the summary (any combination):
   --html FILE        one self-contained HTML report (no request leaves it):
                      findings, a flame graph of the sampled stacks (click to
                      zoom; all, blocked, waiting, runnable, one lock's
-                     waiters), the lock table, timelines, pools, the busiest
-                     threads and a graph of deadlocks
+                     waiters; with a JFR recording, waits by wait time),
+                     the lock table, wait-duration histograms (JFR),
+                     timelines, pools, the busiest threads and a graph of
+                     deadlocks
   --pprof FILE       profile.proto (gzipped) for go tool pprof: thread samples
                      and estimated blocked time, labels state and thread
-                     (the thread name with digits as N, its pool)
+                     (the thread name with digits as N, its pool); with a
+                     JFR recording also contentions and delay, the exact
+                     waits, as Go's mutex profile (-sample_index=delay)
   --folded FILE      collapsed stacks, root first (flamegraph.pl, inferno)
   --speedscope FILE  a speedscope profile (all threads, blocked threads)
 Each is written whole or not at all (a temporary file renamed into place).
@@ -149,17 +153,18 @@ func (o *outputFiles) write(w io.Writer, agg *analysis.Aggregator, sources []str
 	}
 	s := agg.Summary()
 	stacks := agg.Stacks()
+	waitStacks := agg.WaitStacks()
 	var errs []error
 	for _, x := range l {
 		var err error
 		switch x[0] {
 		case "HTML report":
 			err = writeAtomic(x[1], func(f io.Writer) error {
-				return report.HTML(f, report.HTMLInput{Summary: s, Stacks: stacks, Sources: sources, Generated: time.Now()})
+				return report.HTML(f, report.HTMLInput{Summary: s, Stacks: stacks, WaitStacks: waitStacks, Sources: sources, Generated: time.Now()})
 			})
 		case "pprof profile":
 			err = writeAtomic(x[1], func(f io.Writer) error {
-				in := report.PprofInput{Stacks: stacks, Interval: s.DumpInterval(), Duration: time.Duration(s.DurationSeconds * float64(time.Second))}
+				in := report.PprofInput{Stacks: stacks, WaitStacks: waitStacks, Interval: s.DumpInterval(), Duration: time.Duration(s.DurationSeconds * float64(time.Second))}
 				if s.FirstDump != nil {
 					in.Start = *s.FirstDump
 				}
@@ -175,7 +180,7 @@ func (o *outputFiles) write(w io.Writer, agg *analysis.Aggregator, sources []str
 			continue
 		}
 		fmt.Fprintf(w, "ctprof: wrote the %s to %s\n", x[0], x[1])
-		if len(stacks) == 0 && x[0] != "HTML report" {
+		if len(stacks) == 0 && x[0] != "HTML report" && !(x[0] == "pprof profile" && len(waitStacks) > 0) {
 			fmt.Fprintf(w, "ctprof: note: no thread dump was taken, so the %s has no stacks (native processes have no stack samples)\n", x[0])
 		}
 	}

@@ -77,6 +77,7 @@ type target struct {
 	src   SummarySource // nil once the target is down
 	up    bool
 	locks *lockSelector
+	jfr   *jfrSelector // JFR wait counters (jfr.go); nil until a recording's data arrives
 }
 
 // NewCollector returns a Collector with no targets.
@@ -237,6 +238,7 @@ func (c *Collector) collectTarget(e emitter, t *target, s *analysis.Summary) {
 			e.gauge(descLockBlockedThreads, float64(r.waiters), r.key.lock, r.key.site)
 			e.counter(descLockBlockedSeconds, r.seconds, r.key.lock, r.key.site)
 		}
+		emitJFRLocks(e, t, c.top, s)
 	}
 	emitWakeups(e, s.Wakeups, c.top)
 	if j := s.JVM; j != nil {

@@ -21,6 +21,8 @@ type flameView struct {
 	// marks a frame where most samples were BLOCKED.
 	Nodes [][6]int `json:"nodes"`
 	Depth int      `json:"depth"`
+	// Unit names what the widths count; empty means thread samples.
+	Unit string `json:"unit,omitempty"`
 }
 
 // minFrameShare prunes frames narrower than this share of the view; they

@@ -41,6 +41,9 @@ type HTMLInput struct {
 	Sources []string
 	// Generated is the report's time; zero leaves it out (golden tests).
 	Generated time.Time
+	// WaitStacks are the waits a JFR recording measured, for the flame
+	// views weighted by wait time; nil without a recording.
+	WaitStacks []*analysis.WaitStack
 }
 
 // HTML writes one self-contained page: no request leaves it.
@@ -48,7 +51,7 @@ func HTML(w io.Writer, in HTMLInput) error {
 	s := in.Summary
 	data := pageData{Charts: map[string]map[string]interface{}{}}
 	var chartIDs []string
-	if fd := buildFlame(s, in.Stacks); fd != nil && len(fd.Views) > 0 {
+	if fd := addJFRFlame(buildFlame(s, in.Stacks), s, in.WaitStacks); fd != nil && len(fd.Views) > 0 {
 		data.Flame = fd
 		data.Charts["chart-flame"] = flameOption(fd)
 	}
@@ -60,7 +63,8 @@ func HTML(w io.Writer, in HTMLInput) error {
 	if len(s.Deadlocks) > 0 {
 		data.Charts["chart-deadlocks"] = deadlockOption(s.Deadlocks)
 	}
-	return writePage(w, in, data, chartIDs)
+	hists := jfrHistograms(s, &data)
+	return writePage(w, in, data, chartIDs, hists)
 }
 
 // pageData is the JSON block the page script reads.
@@ -90,6 +94,7 @@ type pageView struct {
 	FlameViews []flameView
 	Timelines  []analysis.Timeline
 	Deadlocks  bool
+	WaitHists  []waitHist
 	pageParts
 }
 
@@ -123,7 +128,7 @@ func newPageParts(data pageData) (pageParts, error) {
 	return pageParts{ECharts: template.JS(echartsJS), Script: template.JS(script), Style: template.CSS(style), Data: blob}, nil
 }
 
-func writePage(w io.Writer, in HTMLInput, data pageData, _ []string) error {
+func writePage(w io.Writer, in HTMLInput, data pageData, _ []string, hists []waitHist) error {
 	parts, err := newPageParts(data)
 	if err != nil {
 		return err
@@ -131,7 +136,7 @@ func writePage(w io.Writer, in HTMLInput, data pageData, _ []string) error {
 	s := in.Summary
 	v := pageView{
 		S: s, Sources: in.Sources, Flame: data.Flame != nil, Timelines: s.Timelines, Deadlocks: len(s.Deadlocks) > 0,
-		pageParts: parts, Facts: facts(in),
+		pageParts: parts, Facts: facts(in), WaitHists: hists,
 	}
 	if data.Flame != nil {
 		v.FlameViews = data.Flame.Views

@@ -21,7 +21,7 @@ const pageHTML = `{{template "head" .}}
   {{- if .Flame}}
   <div class="controls">
     <label>View <select id="flame-view">
-      {{- range .FlameViews}}<option value="{{.ID}}">{{.Label}} ({{.Total}} samples)</option>{{end}}
+      {{- range .FlameViews}}<option value="{{.ID}}">{{.Label}} ({{.Total}} {{if .Unit}}{{.Unit}}{{else}}samples{{end}})</option>{{end}}
     </select></label>
     <label>Search <input id="flame-search" type="search" placeholder="frame, class or package"></label>
     <button id="flame-reset" type="button">Reset zoom</button>
@@ -54,6 +54,16 @@ const pageHTML = `{{template "head" .}}
   <p class="none">No thread waited on a lock.</p>
   {{- end}}
 </section>
+
+{{- if .WaitHists}}
+<section id="jfr-waits">
+  <h2>How long threads waited (JFR)</h2>
+  <p class="hint">Every wait the JVM recorded on the hottest locks, by duration: a bar holds the waits up to its bound and above the previous one.</p>
+  {{- range .WaitHists}}
+  <div id="{{.ID}}" class="chart timeline" data-title="{{.Title}}"></div>
+  {{- end}}
+</section>
+{{- end}}
 
 {{- if .Timelines}}
 <section id="timelines">

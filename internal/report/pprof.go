@@ -21,12 +21,19 @@ type PprofInput struct {
 	// Start is the first sample's time (zero leaves it out).
 	Start    time.Time
 	Duration time.Duration
+	// WaitStacks are the waits a JFR recording measured; they fill the
+	// contentions and delay values, as Go's mutex profile does.
+	WaitStacks []*analysis.WaitStack
 }
 
 // Pprof writes a gzipped profile.proto that `go tool pprof` reads. Each
 // sample is one stack in one state of one thread pool, with two values:
 // the thread samples, and the blocked time they stand for (samples in state
-// BLOCKED times the interval between dumps, an estimate). Labels: "state"
+// BLOCKED times the interval between dumps, an estimate). Waits a JFR
+// recording measured come as samples of their own with two more values,
+// contentions (count) and delay (nanoseconds), as in Go's mutex profile
+// (`go tool pprof -sample_index=delay`); the other samples have 0 there.
+// Without a recording the profile has the first two values only. Labels: "state"
 // (the Java thread state) and "thread" (the thread name with every run of
 // digits written N, i.e. its pool; per-thread names would not bound the
 // profile's size).
@@ -52,6 +59,10 @@ func Pprof(w io.Writer, in PprofInput) error {
 	}
 	if !in.Start.IsZero() {
 		p.TimeNanos = in.Start.UnixNano()
+	}
+	jfr := len(in.WaitStacks) > 0
+	if jfr {
+		p.SampleType = append(p.SampleType, &profile.ValueType{Type: "contentions", Unit: "count"}, &profile.ValueType{Type: "delay", Unit: "nanoseconds"})
 	}
 	locs := map[string]*profile.Location{}
 	location := func(frame string) *profile.Location {
@@ -90,10 +101,14 @@ func Pprof(w io.Writer, in PprofInput) error {
 			}
 			p.Sample = append(p.Sample, &profile.Sample{
 				Location: stack,
-				Value:    []int64{n, blocked},
+				Value:    sampleValues(jfr, n, blocked),
 				Label:    map[string][]string{"state": {l.State}, "thread": {l.Pool}},
 			})
 		}
+	}
+	addWaitSamples(p, in.WaitStacks, location)
+	if len(in.Stacks) == 0 && len(in.WaitStacks) > 0 {
+		p.DefaultSampleType = "delay"
 	}
 	if err := p.CheckValid(); err != nil {
 		return fmt.Errorf("build pprof profile: %w", err)

@@ -78,12 +78,18 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 		} else if s.FirstDump != nil {
 			what += " taken " + s.FirstDump.Format("2006-01-02 15:04:05")
 		}
-		tw.printf("%s, %d threads in the last", what, s.Threads)
-		if s.VM != "" {
-			tw.printf(" (%s)", T(s.VM))
+		if s.Dumps > 0 || s.JFR == nil {
+			tw.printf("%s, %d threads in the last", what, s.Threads)
+			if s.VM != "" {
+				tw.printf(" (%s)", T(s.VM))
+			}
+			tw.printf("\n")
+			tw.printf("states: %s\n", formatStates(s.States))
+		}
+		if s.JFR != nil {
+			tw.printf("%s\n", jfrHeader(s.JFR))
 		}
 		tw.printf("\n")
-		tw.printf("states: %s\n\n", formatStates(s.States))
 	}
 
 	tw.printf("FINDINGS\n")
@@ -127,11 +133,20 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 			}
 			continue
 		}
-		tw.printf("  %3d waiting  %s %s <%s>  %s\n", l.Waiters, kindLabel(l), T(l.Class), l.Address, owner)
+		jfrOnly := l.DumpsSeen == 0 && l.JFR != nil
+		count := fmt.Sprintf("%3d waiting", l.Waiters)
+		if jfrOnly {
+			count, owner = "   JFR only", "(in no thread dump)"
+		}
+		if l.Resource == "pinned" {
+			tw.printf("  %s  virtual threads pinned to their carrier thread\n", count)
+		} else {
+			tw.printf("  %s  %s %s <%s>  %s\n", count, kindLabel(l), T(l.Class), l.Address, owner)
+		}
 		if len(l.WaitKinds) > 1 {
 			tw.printf("               how they wait: %s\n", analysis.WaitKindBreakdown(l.WaitKinds))
 		}
-		if s.Dumps > 1 {
+		if s.Dumps > 1 && !jfrOnly {
 			tw.printf("               avg %.2f waiters, blocked in %.0f%% of dumps (%d of %d)", l.AvgWaiters, 100*l.BlockedShare, l.DumpsSeen, s.Dumps)
 			if l.BlockedThreadSeconds > 0 {
 				tw.printf(", %.1f thread-seconds queued", l.BlockedThreadSeconds)
@@ -141,6 +156,7 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 		if l.WaitFrame != nil {
 			tw.printf("               waiters at %s\n", T(*l.WaitFrame))
 		}
+		writeJFRLock(tw, l.JFR)
 		if l.OwnerFrame != nil {
 			tw.printf("               owner runs %s\n", T(*l.OwnerFrame))
 		}

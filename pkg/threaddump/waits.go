@@ -222,3 +222,26 @@ func resolveHiddenWait(t *Thread) {
 		return // only the top frame waits
 	}
 }
+
+// ParkKind is the wait kind of a thread parked on a blocker of the given
+// class, with its stack (top first, the park frames included), by the
+// rule a dump's parked threads follow: WaitSynchronizer for a lock, else
+// WaitFuture or WaitCondition. For sources that give one wait without a
+// dump around it (JFR's jdk.ThreadPark).
+func ParkKind(class string, frames []Frame) WaitKind {
+	if isLockBlocker(class) {
+		return WaitSynchronizer
+	}
+	return signalKind(&Thread{Frames: frames}, LockEvent{Action: LockParking, Lock: Lock{Class: class}})
+}
+
+// ObjectWaitKind is the wait kind of a thread in Object.wait() with the
+// given stack: WaitFuture for Thread.join, else WaitObject.
+func ObjectWaitKind(frames []Frame) WaitKind {
+	return signalKind(&Thread{Frames: frames}, LockEvent{Action: LockWaitingOn})
+}
+
+// IdleStack reports whether a thread waiting for a signal with the given
+// stack (top first) is, by its frames alone, a worker idle between tasks:
+// the frame part of the rule Locks applies (idleWait).
+func IdleStack(frames []Frame) bool { return idleWait(&Thread{Frames: frames}, LockEvent{}) }

@@ -71,7 +71,7 @@
           var n = p.value;
           var name = fd.names[n[3]];
           var share = (100 * n[4] / state.view.total).toFixed(1);
-          return escapeHTML(name) + "<br>" + n[4] + " samples (" + share + " %)" + (n[5] & 1 ? "<br>mostly BLOCKED" : "");
+          return escapeHTML(name) + "<br>" + n[4] + " " + escapeHTML(state.view.unit || "samples") + " (" + share + " %)" + (n[5] & 1 ? "<br>mostly BLOCKED" : "");
         }
       };
       base.yAxis = { type: "value", show: false, min: 0, max: Math.max(state.view.depth, 1), inverse: true };
