@@ -52,9 +52,9 @@ type DumpResult struct {
 	Method string
 	// Wall is the request's duration.
 	Wall time.Duration
-	// Pause is the safepoint time the JVM accumulated during the request
-	// (hsperfdata), the pause ctprof caused; PauseKnown says whether it
-	// could be read.
+	// Pause is the safepoint time, synchronization included, the JVM
+	// accumulated during the request (hsperfdata): the pause ctprof
+	// caused. PauseKnown says whether it could be read.
 	Pause      time.Duration
 	PauseKnown bool
 	// Protocol is the attach protocol version used (1, or 2 on JDK 24+
@@ -83,7 +83,13 @@ func ThreadDump(ctx context.Context, i *Info, o DumpOptions) (*DumpResult, error
 	res.Wall = time.Since(start)
 	if beforeErr == nil {
 		if after, err := i.ReadPerfData(); err == nil {
-			if d := after.Counters().SafepointTime - before.Counters().SafepointTime; d >= 0 {
+			// The application stands still from the safepoint's start:
+			// the threads that stop first wait while the others reach it
+			// (sync time, which grows when the target's threads compete
+			// for CPUs), then for the operation itself (safepoint time).
+			// hsperfdata counts the two apart.
+			a, b := after.Counters(), before.Counters()
+			if d := a.SafepointTime - b.SafepointTime + a.SafepointSyncTime - b.SafepointSyncTime; d >= 0 {
 				res.Pause, res.PauseKnown = d, true
 			}
 		}

@@ -64,7 +64,46 @@ type ThreadReader struct {
 	readAll bool
 	// seq numbers the sweeps, to tell which remembered threads are gone.
 	seq uint64
+
+	// DeferWaits leaves wchan and syscall of the sleeping threads a sweep
+	// reads in full to ReadWaits, which the caller calls with Read's
+	// result once it knows which threads need them (a thread dump taken
+	// at the same time says which threads wait in Java, where the futex
+	// is the JVM's own per-thread one). pending indexes those threads in
+	// the slice Read returned.
+	DeferWaits bool
+	pending    []int32
+	// OneSample makes the next sweep read what a sample without a
+	// successor can use: no rates come of it, so only stat (state, CPU
+	// time, policy, nice) and the affinity (sched_getaffinity, no file),
+	// not schedstat's and status's counters, which only a later sweep
+	// would turn into rates. That sweep's threads are not carried over;
+	// Read turns the switch off.
+	OneSample bool
+	// affinity interns the affinity lists sched_getaffinity gives.
+	affinity map[unix.CPUSet]string
+	// slab hands out the first sweep's threadFiles from one block, so
+	// reading thousands of threads the first time does not allocate per
+	// thread. Later threads get their own (a block outlives the last of
+	// its threads, so churn must not pin blocks).
+	slab []threadFiles
 }
+
+// WaitRead says what ReadWaits reads of one sleeping thread.
+type WaitRead int
+
+// What ReadWaits reads.
+const (
+	// WaitsSkip reads nothing more: what the thread waits for is known
+	// otherwise. Its Syscall stays SyscallUnknown.
+	WaitsSkip WaitRead = iota
+	// WaitsRead reads wchan and syscall.
+	WaitsRead
+	// WaitsRecheck reads stat again first: the thread may have looked
+	// asleep only while something stopped it (a JVM safepoint during the
+	// sweep); wchan and syscall follow if it still sleeps.
+	WaitsRecheck
+)
 
 // The per-thread files, in the order they are read.
 const (
@@ -174,7 +213,13 @@ func (r *ThreadReader) Read(dst []Thread) ([]Thread, error) {
 	}
 	start := len(dst)
 	r.seq++
+	r.pending = r.pending[:0]
 	want := r.threadCount()
+	if len(r.threads) == 0 && want > 0 {
+		// The first sweep: size the table once rather than growing it.
+		r.threads = make(map[int]*threadFiles, want+want/8)
+		r.slab = make([]threadFiles, want)
+	}
 	zombies := 0
 	sweep := func(tids []int) []int {
 		alive := tids[:0]
@@ -184,9 +229,14 @@ func (r *ThreadReader) Read(dst []Thread) ([]Thread, error) {
 			}
 			dst = append(dst, Thread{TID: tid, Syscall: SyscallUnknown})
 			t := &dst[len(dst)-1]
+			np := len(r.pending)
 			if err := r.readThread(t); err != nil {
 				dst = dst[:len(dst)-1]
+				r.pending = r.pending[:np]
 				continue
+			}
+			if len(r.pending) > np {
+				r.pending[np] = int32(len(dst) - 1 - start)
 			}
 			alive = append(alive, tid)
 			if t.State == 'Z' || t.State == 'X' {
@@ -212,6 +262,7 @@ func (r *ThreadReader) Read(dst []Thread) ([]Thread, error) {
 			delete(r.threads, tid)
 		}
 	}
+	r.OneSample = false
 	n := len(dst) - start
 	if n == 0 && !r.fs.Exists(r.pid) || n > 0 && zombies == n {
 		return dst[:start], fmt.Errorf("pid %d: %w", r.pid, ErrProcessGone)
@@ -313,10 +364,13 @@ func (r *ThreadReader) goneOr(err error) error {
 func (r *ThreadReader) readThread(t *Thread) error {
 	tf := r.threads[t.TID]
 	if tf == nil {
-		tf = &threadFiles{fds: [numThreadFiles]int32{-1, -1, -1, -1, -1}}
+		tf = r.newThreadFiles()
 		r.threads[t.TID] = tf
 	}
 	tf.seen = r.seq
+	if r.OneSample {
+		return r.readOneSample(t, tf)
+	}
 	b, err := r.read(t.TID, tf, fileSchedstat)
 	if err == errVanished {
 		return err
@@ -369,8 +423,113 @@ func (r *ThreadReader) readThread(t *Thread) error {
 	}
 	if !t.Sleeping() {
 		t.Syscall = SyscallRunning
+		if r.DeferWaits {
+			r.pending = append(r.pending, -1) // may run only for the dump
+		}
 		return nil
 	}
+	if r.DeferWaits {
+		// ReadWaits reads wchan and syscall, or not, and brings the
+		// carried-over copy up to date.
+		r.pending = append(r.pending, -1) // Read sets the index
+		if schedRead && statusRead && tf.fds[fileSchedstat] >= 0 {
+			tf.last, tf.valid = *t, true
+		}
+		return nil
+	}
+	r.readWaits(t, tf)
+	if schedRead && statusRead && tf.fds[fileSchedstat] >= 0 {
+		tf.last, tf.valid = *t, true
+	}
+	return nil
+}
+
+// readOneSample fills t from stat and the affinity mask alone (see
+// OneSample).
+func (r *ThreadReader) readOneSample(t *Thread, tf *threadFiles) error {
+	tf.valid = false
+	b, err := r.read(t.TID, tf, fileStat)
+	if err != nil {
+		return err
+	}
+	comm, ok := parseStat(b, t)
+	if !ok {
+		return errVanished
+	}
+	if tf.start != t.StartTime {
+		tf.start, tf.name, tf.cpus = t.StartTime, "", ""
+	}
+	if string(comm) != tf.name {
+		tf.name = string(comm)
+	}
+	t.Name = tf.name
+	t.CPUsAllowed = r.affinityOf(t.TID)
+	if !t.Sleeping() {
+		t.Syscall = SyscallRunning
+		if r.DeferWaits {
+			r.pending = append(r.pending, -1) // may run only for the dump
+		}
+		return nil
+	}
+	if r.DeferWaits {
+		r.pending = append(r.pending, -1) // Read sets the index
+		return nil
+	}
+	r.readWaits(t, tf)
+	return nil
+}
+
+// affinityOf is a thread's affinity as the kernel lists it in status
+// ("0-3,8"), from sched_getaffinity; "" when it cannot be read.
+func (r *ThreadReader) affinityOf(tid int) string {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(tid, &set); err != nil {
+		return ""
+	}
+	if s, ok := r.affinity[set]; ok {
+		return s
+	}
+	s := cpuList(&set)
+	if r.affinity == nil {
+		r.affinity = map[unix.CPUSet]string{}
+	}
+	if len(r.affinity) < 256 { // masks repeat; stay bounded all the same
+		r.affinity[set] = s
+	}
+	return s
+}
+
+// cpuList formats a CPU mask the way the kernel's Cpus_allowed_list does:
+// runs of two or more as "lo-hi", separated by commas.
+func cpuList(set *unix.CPUSet) string {
+	n := len(set) * 64
+	var out []byte
+	for i := 0; i < n; {
+		if !set.IsSet(i) {
+			i++
+			continue
+		}
+		j := i
+		for j+1 < n && set.IsSet(j+1) {
+			j++
+		}
+		if len(out) > 0 {
+			out = append(out, ',')
+		}
+		out = strconv.AppendInt(out, int64(i), 10)
+		if j > i {
+			out = append(out, '-')
+			out = strconv.AppendInt(out, int64(j), 10)
+		}
+		i = j + 1
+	}
+	return string(out)
+}
+
+// readWaits reads a sleeping thread's wait channel and system call.
+func (r *ThreadReader) readWaits(t *Thread, tf *threadFiles) {
+	var b []byte
+	var err error
 	if r.ReadWChan {
 		if b, err = r.read(t.TID, tf, fileWChan); err == nil {
 			t.WChan = r.intern(b)
@@ -381,10 +540,72 @@ func (r *ThreadReader) readThread(t *Thread) error {
 			parseSyscall(b, t)
 		}
 	}
-	if schedRead && statusRead && tf.fds[fileSchedstat] >= 0 {
-		tf.last, tf.valid = *t, true
+}
+
+// ReadWaits finishes a sweep taken with DeferWaits: for each thread the
+// sweep found sleeping (its wchan and syscall left out) or running (it may
+// have run only for what was done at the same time, such as the JVM
+// thread that takes a dump), need says what to read (nil: WaitsRead for
+// the sleeping ones). threads must be the slice Read returned. A thread
+// that exited since keeps what the sweep read.
+func (r *ThreadReader) ReadWaits(threads []Thread, need func(*Thread) WaitRead) {
+	pending := r.pending
+	r.pending = r.pending[:0]
+	for _, i := range pending {
+		if int(i) >= len(threads) || i < 0 {
+			continue
+		}
+		t := &threads[i]
+		tf := r.threads[t.TID]
+		if tf == nil {
+			continue
+		}
+		what := WaitsRead
+		if need != nil {
+			what = need(t)
+		} else if !t.Sleeping() {
+			what = WaitsSkip
+		}
+		switch what {
+		case WaitsSkip:
+			continue
+		case WaitsRecheck:
+			b, err := r.read(t.TID, tf, fileStat)
+			if err != nil {
+				continue
+			}
+			if _, ok := parseStat(b, t); !ok || t.StartTime != tf.start {
+				continue
+			}
+			if !t.Sleeping() {
+				// Running now: not carried over, as a thread read
+				// running is not (see readThread).
+				t.Syscall = SyscallRunning
+				tf.valid = false
+				continue
+			}
+		case WaitsRead:
+			if !t.Sleeping() {
+				continue
+			}
+		}
+		r.readWaits(t, tf)
+		if tf.valid {
+			tf.last = *t
+		}
 	}
-	return nil
+}
+
+// newThreadFiles returns a thread's state with no file open, from a block.
+func (r *ThreadReader) newThreadFiles() *threadFiles {
+	var tf *threadFiles
+	if len(r.slab) > 0 {
+		tf, r.slab = &r.slab[0], r.slab[1:]
+	} else {
+		tf = new(threadFiles)
+	}
+	tf.fds = [numThreadFiles]int32{-1, -1, -1, -1, -1}
+	return tf
 }
 
 // Reused is how many thread reads since the reader was opened read only

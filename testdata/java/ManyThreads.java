@@ -17,6 +17,10 @@ import java.util.concurrent.locks.LockSupport;
 // every heartbeat waits on, an object of its own), so a Thread.print is
 // large (a few MB) but uninteresting lock-wise.
 //
+// An optional second argument (default 0) adds that many frames of
+// ManyThreads.descend under each thread's loop, so a dump's size per thread
+// can match a real server's (30 frames is typical of one behind a framework).
+//
 // Prints READY once every thread has started and reached its loop, then runs
 // until killed.
 public class ManyThreads {
@@ -79,8 +83,18 @@ public class ManyThreads {
         }
     }
 
+    // descend calls itself depth times, then runs body: depth more frames.
+    static void descend(int depth, Runnable body) {
+        if (depth <= 0) {
+            body.run();
+            return;
+        }
+        descend(depth - 1, body);
+    }
+
     public static void main(String[] args) throws Exception {
         int n = args.length > 0 ? Integer.parseInt(args[0]) : 4000;
+        int depth = args.length > 1 ? Integer.parseInt(args[1]) : 0;
         started = new CountDownLatch(n);
         for (int k = 1; k <= n; k++) {
             Runnable body;
@@ -100,7 +114,9 @@ public class ManyThreads {
                     break;
             }
             // Small explicit stacks keep 4000 threads cheap even without -Xss.
-            Thread t = new Thread(null, body, "conn-" + k + "-" + role, STACK_SIZE);
+            Runnable loop = body;
+            Runnable deep = depth > 0 ? () -> descend(depth, loop) : loop;
+            Thread t = new Thread(null, deep, "conn-" + k + "-" + role, STACK_SIZE);
             t.start();
         }
         started.await();
