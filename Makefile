@@ -34,7 +34,7 @@ help:
 	@echo "make demo    start a contended Java program, profile it live (ctprof attach), write an HTML report"
 	@echo "make test    install what is missing, vet, run every test (real JVMs included) and short fuzz runs"
 	@echo "make javalibs fetch the pinned Derby, H2 and Log4j jars the library tests run (build/javalibs, sha256-checked)"
-	@echo "make bench   parser, /proc sweep, scrape and process-exporter benchmarks (docs/PERFORMANCE.md)"
+	@echo "make bench   parser, /proc sweep, scrape, process-exporter and one-shot benchmarks (docs/PERFORMANCE.md)"
 	@echo "make fmt     gofmt the tree;  make lint  gofmt check + go vet"
 
 build: assets
@@ -103,13 +103,16 @@ fuzz:
 		done; \
 	done
 
-# The parser's benchmarks, then the budgets of the /proc sweep, the scrape
-# and the comparison with process-exporter (docs/PERFORMANCE.md).
+# The parser's benchmarks, then the budgets of the /proc sweep, the scrape,
+# the comparison with process-exporter, a one-shot against jcmd and a cold
+# sweep of a 30,000-thread process (docs/PERFORMANCE.md).
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 -count 3 ./pkg/threaddump/
 	$(GO) test -run '^$$' -bench ThreadSweep -benchmem -count 3 ./internal/procfs/
 	$(GO) test -run '^$$' -bench Scrape4000ThreadJVM -benchtime 200x -count 3 ./internal/metrics/
 	$(GO) test -run '^$$' -bench VersusProcessExporter -benchtime 30x -count 3 ./internal/metrics/
+	$(GO) test -run '^$$' -bench OneShotVersusJcmd -benchtime 7x -timeout 30m ./internal/sample/
+	$(GO) test -run '^$$' -bench ColdSweep -benchmem -count 3 ./internal/procfs/
 
 demo: deps build
 	@bash scripts/demo.sh

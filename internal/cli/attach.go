@@ -37,6 +37,8 @@ type AttachOptions struct {
 	Top      int
 	// JVM targets: thread dumps.
 	JVM jvmFlags
+	// JFR records JVM lock waits with Flight Recorder.
+	JFR jfrFlags
 	// Record appends every sample to this recording (ctprof report).
 	Record string
 	// Listen, when set, serves Prometheus metrics of the run there;
@@ -74,6 +76,8 @@ it. --dump-mode file uses Thread.dump_to_file (JDK 21+: no global safepoint,
 virtual threads included, but no join with OS threads). --locks adds the
 owners of java.util.concurrent locks (a heap scan at the safepoint).
 
+` + jfrFlagsHelp + `
+
 Reading another user's process needs root or that user, and the system call
 a thread is blocked in (so futex hotspots) needs ptrace rights over it
 (CAP_SYS_PTRACE under Yama ptrace_scope 1 or more): ctprof reads what it can
@@ -96,6 +100,7 @@ const attachExample = `  ctprof attach 4242                       # until Ctrl-C
   ctprof attach 4242 --duration 30s --format json > run.json
   ctprof attach --name 'market-?data' --interval 500ms --count 20
   ctprof attach 4242 --locks --dump-interval 10s   # JVM: j.u.c. owners, a dump every 10 s at most
+  ctprof attach 4242 --jfr --duration 2m   # JVM: exact lock waits from Flight Recorder too
   ctprof attach 4242 --port 8080           # count only clients of port 8080
   ctprof attach 4242 --listen 127.0.0.1:9901   # and serve /metrics meanwhile
   ctprof attach 4242 --duration 1h --record run.ctprof   # replay later: ctprof report run.ctprof
@@ -125,6 +130,9 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 				return usageErrorf("--interval must be at least 10ms, not %s", opts.Interval)
 			}
 			if err := opts.JVM.validate(); err != nil {
+				return err
+			}
+			if err := opts.JFR.validate(); err != nil {
 				return err
 			}
 			switch {
@@ -161,6 +169,7 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 	f.StringVarP(&opts.Format, "format", "f", "text", "summary format: text or json")
 	f.IntVar(&opts.Top, "top", 10, "rows per table in the text summary")
 	opts.JVM.register(f)
+	opts.JFR.register(f)
 	opts.Out.register(f)
 	f.StringVar(&opts.Record, "record", "", "also append every sample to this recording file, for ctprof report")
 	f.StringVar(&opts.Listen, "listen", "", "serve Prometheus metrics at this address while sampling (e.g. 127.0.0.1:9901)")
@@ -176,7 +185,7 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 		ctx = context.Background()
 	}
 	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Duration: opts.Duration, Count: opts.Count, Port: opts.Port,
-		JVM: opts.JVM.options()})
+		JVM: opts.JFR.apply(opts.JVM.options())})
 	if err != nil {
 		return err
 	}

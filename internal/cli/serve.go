@@ -38,6 +38,7 @@ type ServeOptions struct {
 	Discovery time.Duration
 	// JVM tunes the thread dumps of JVM targets.
 	JVM      jvmFlags
+	JFR      jfrFlags // Flight Recorder recordings of JVM lock waits
 	ProcRoot string
 
 	// onListen, when set, is told the bound address (tests listen on
@@ -74,6 +75,8 @@ listens on every interface. --web.config.file takes a Prometheus
 exporter-toolkit web configuration (TLS certificates, basic auth users with
 bcrypt hashes), as node_exporter does.
 
+` + jfrFlagsHelp + ` Each JVM target gets its own recording.
+
 Reading another user's process needs root or that user (and for the system
 calls threads are blocked in, CAP_SYS_PTRACE); see docs/prometheus.md for
 systemd and Kubernetes setups.`
@@ -104,6 +107,9 @@ func NewCmdServe(io IO, runF func(*ServeOptions) error) *cobra.Command {
 				return usageErrorf("serve needs targets: --pid N, --name REGEX or --java (ctprof ps lists candidates)")
 			}
 			if err := opts.JVM.validate(); err != nil {
+				return err
+			}
+			if err := opts.JFR.validate(); err != nil {
 				return err
 			}
 			for _, pid := range opts.PIDs {
@@ -143,6 +149,7 @@ func NewCmdServe(io IO, runF func(*ServeOptions) error) *cobra.Command {
 	f.DurationVarP(&opts.Interval, "interval", "i", time.Second, "time between samples of each target")
 	f.IntVar(&opts.Port, "port", 0, "count only connections to this local server port")
 	opts.JVM.register(f)
+	opts.JFR.register(f)
 	f.StringVar(&opts.Listen, "listen", metrics.DefaultAddr, "address to serve metrics on (host:port; :port for all interfaces)")
 	f.StringVar(&opts.WebConfigFile, "web.config.file", "", "Prometheus exporter-toolkit web configuration: TLS and basic auth")
 	f.IntVar(&opts.Top, "top", metrics.DefaultTop, "locks, pools and waking pools with series of their own per target; the rest are summed as \"other\"")
@@ -354,7 +361,7 @@ func (ts *serveTargets) matches(pid int) bool {
 
 // start begins sampling pid in its own goroutine.
 func (ts *serveTargets) start(ctx context.Context, pid int, explicit bool) {
-	s, err := sample.NewSampler(sample.Options{PID: pid, Interval: ts.opts.Interval, Port: ts.opts.Port, ProcRoot: ts.fs.Root(), JVM: ts.opts.JVM.options()})
+	s, err := sample.NewSampler(sample.Options{PID: pid, Interval: ts.opts.Interval, Port: ts.opts.Port, ProcRoot: ts.fs.Root(), JVM: ts.opts.JFR.apply(ts.opts.JVM.options())})
 	if err != nil {
 		switch {
 		case explicit:

@@ -42,6 +42,8 @@ type JVMOptions struct {
 	DumpToFile bool
 	// Locks asks for owned synchronizers (-l), a heap scan at the safepoint.
 	Locks bool
+	// JFR records the JVM's lock waits with Flight Recorder (jfrlive.go).
+	JFR JFRLiveOptions
 }
 
 // DefaultPauseBudget keeps the dumps' pause under 0.5 % of the target's
@@ -96,6 +98,11 @@ type Sampler struct {
 	// of a JVM left out of the lock table, by reason (jvmfutex.go).
 	javaTIDs, internalTIDs map[int]bool
 	droppedFutexes         map[string]int
+	// tickSyncTime is the JVM's safepoint sync time when the tick began
+	// (snap.JVM has the rest of its counters).
+	tickSyncTime time.Duration
+	// jfr is the run's Flight Recorder recording (jfrlive.go).
+	jfr jfrLive
 }
 
 // NewSampler checks the target and opens what the sweep keeps open. It
@@ -120,6 +127,8 @@ func NewSampler(opts Options) (*Sampler, error) {
 	if opts.JVM.PauseBudget <= 0 {
 		opts.JVM.PauseBudget = DefaultPauseBudget
 	}
+	// A one-shot has no rates: its sweep reads what one sample can use.
+	tr.OneSample = opts.Count == 1
 	s := &Sampler{
 		opts:    opts,
 		fs:      fs,
@@ -170,22 +179,45 @@ func (s *Sampler) Notes() []string { return append([]string(nil), s.notes...) }
 // Target describes the process being sampled.
 func (s *Sampler) Target() Target { return s.target }
 
-// Close releases the open task directory.
-func (s *Sampler) Close() error { return s.threads.Close() }
+// Close stops a JFR recording Run left (Run stops its own) and releases
+// the open task directory.
+func (s *Sampler) Close() error { return errors.Join(s.stopJFR(), s.threads.Close()) }
 
 // Take takes one snapshot. It returns an error wrapping
 // procfs.ErrProcessGone once the target has exited.
 func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 	start := time.Now()
 	snap := &Snapshot{Time: start, Target: s.target, Interval: s.opts.Interval}
-	if s.jvm != nil {
-		if err := s.takeJVM(ctx, snap); err != nil {
-			return nil, err
-		}
+	// A thread dump waits on the JVM (its safepoint and printing), the
+	// /proc sweep on the kernel: they run at the same time. The sweep then
+	// leaves out the system calls and wait channels of sleeping threads
+	// until the dump says which threads wait in Java (waitsNeeded).
+	var jvmErr error
+	dumping := s.jvm != nil && s.dumpDue(snap.Time)
+	var dumped chan struct{}
+	switch {
+	case dumping:
+		dumped = make(chan struct{})
+		go func() {
+			defer close(dumped)
+			jvmErr = s.takeJVM(ctx, snap)
+		}()
+	case s.jvm != nil:
+		jvmErr = s.takeJVM(ctx, snap)
 	}
+	s.threads.DeferWaits = dumping
 	threads, err := s.threads.Read(make([]OSThread, 0, s.lastN+16))
+	if dumped != nil {
+		<-dumped
+	}
+	if jvmErr != nil {
+		return nil, jvmErr
+	}
 	if err != nil {
 		return nil, err
+	}
+	if dumping {
+		s.threads.ReadWaits(threads, s.waitsNeeded(snap))
 	}
 	s.lastN = len(threads)
 	snap.Threads = threads
@@ -208,6 +240,7 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 	if h, err := s.fs.Host(ctx); err == nil {
 		snap.Host = h
 	}
+	s.takeJFR(ctx, snap)
 	snap.Errors = append(snap.Errors, s.notes...)
 	s.notes = nil
 	snap.Missing = s.threads.Missing()
@@ -224,6 +257,7 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot) error {
 	if pd, err := s.jvm.ReadPerfData(); err == nil {
 		c := pd.Counters()
+		s.tickSyncTime = c.SafepointSyncTime
 		snap.JVM = &JVMCounters{
 			LiveThreads: c.LiveThreads, DaemonThreads: c.DaemonThreads, PeakThreads: c.PeakThreads, StartedThreads: c.StartedThreads,
 			Safepoints: c.Safepoints, SafepointTime: c.SafepointTime, GCTime: c.GCTime, Sync: c.Sync,
@@ -232,7 +266,7 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot) error {
 		return fmt.Errorf("pid %d: %w", s.opts.PID, procfs.ErrProcessGone)
 	}
 	o := s.opts.JVM
-	if o.NoDumps || snap.Time.Before(s.nextDump) || !s.jvm.DumpPossible() {
+	if !s.dumpDue(snap.Time) || !s.jvm.DumpPossible() {
 		return nil
 	}
 	mode := jvm.ModeThreadPrint
@@ -284,6 +318,60 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot) error {
 	return nil
 }
 
+// dumpDue says whether a tick starting at now takes a thread dump, as far
+// as the options and the pause budget go (takeJVM also checks the JVM can
+// give one).
+func (s *Sampler) dumpDue(now time.Time) bool {
+	return !s.opts.JVM.NoDumps && !now.Before(s.nextDump)
+}
+
+// waitsNeeded says, after a tick's dump, which sleeping threads' system
+// calls the sweep still reads. A thread the dump shows waiting in Java
+// (BLOCKED, WAITING, TIMED_WAITING with Java frames) waits on the JVM's
+// own per-thread futex, which says less than the dump: skipped. Any other
+// sleeping thread (a RUNNABLE one may wait on a native mutex in JNI code,
+// the JVM's own threads, threads the dump does not list) may have looked
+// asleep only because the dump's safepoint stopped it during the sweep:
+// its state is read again, then its system call if it still sleeps.
+func (s *Sampler) waitsNeeded(snap *Snapshot) func(*OSThread) procfs.WaitRead {
+	if snap.DumpCost == nil {
+		return nil // no dump was taken: nothing stopped the threads
+	}
+	if snap.Dump == nil || snap.DumpCost.Method == jvm.MethodDumpToFile {
+		// A dump without native ids to join (or unreadable).
+		return func(*OSThread) procfs.WaitRead { return procfs.WaitsRecheck }
+	}
+	// javaThreads: true for a thread waiting in Java, false for any other
+	// thread with Java frames; JVM-internal threads are not in it.
+	javaThreads := make(map[int]bool, len(snap.Dump.Threads))
+	for i := range snap.Dump.Threads {
+		t := &snap.Dump.Threads[i]
+		if t.OSThreadID <= 0 || t.ID == 0 || len(t.Frames) == 0 {
+			continue
+		}
+		switch t.State {
+		case threaddump.StateBlocked, threaddump.StateWaiting, threaddump.StateTimedWaiting:
+			javaThreads[int(t.OSThreadID)] = true
+		default:
+			javaThreads[int(t.OSThreadID)] = false
+		}
+	}
+	return func(t *OSThread) procfs.WaitRead {
+		waiting, java := javaThreads[t.TID]
+		switch {
+		case !t.Sleeping() && java:
+			return procfs.WaitsSkip // runs Java code: it was not stopped
+		case !t.Sleeping():
+			// The VM thread and the attach listener run for the dump
+			// itself: their state after it is theirs.
+			return procfs.WaitsRecheck
+		case waiting:
+			return procfs.WaitsSkip
+		}
+		return procfs.WaitsRecheck
+	}
+}
+
 // safepointDuringTick reports whether a safepoint other than the one the
 // tick's own dump caused began or ended between the tick's start (when
 // snap.JVM was read) and now (after the /proc sweep): hsperfdata counts a
@@ -303,7 +391,8 @@ func (s *Sampler) safepointDuringTick(snap *Snapshot) bool {
 	}
 	c := pd.Counters()
 	began := c.Safepoints - snap.JVM.Safepoints
-	ended := c.SafepointTime - snap.JVM.SafepointTime
+	// A dump's pause counts the time to reach the safepoint too.
+	ended := c.SafepointTime - snap.JVM.SafepointTime + c.SafepointSyncTime - s.tickSyncTime
 	if dumped {
 		began--
 		ended -= snap.DumpCost.Pause
@@ -317,6 +406,8 @@ func (s *Sampler) safepointDuringTick(snap *Snapshot) bool {
 // delays the next one rather than causing a burst. The error is the one
 // that stopped sampling, if it was not one of those normal ends.
 func (s *Sampler) Run(ctx context.Context, fn func(*Snapshot)) (StopReason, error) {
+	// The recording ends with the run, whatever ends it.
+	defer s.stopJFR()
 	start := time.Now()
 	var deadline time.Time
 	if s.opts.Duration > 0 {

@@ -1,0 +1,189 @@
+package sample
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ctprof/ctprof/internal/jvm"
+	"github.com/ctprof/ctprof/internal/procfs"
+)
+
+// JFRLiveOptions turn on a Java Flight Recorder recording of the JVM's
+// lock waits for the run (ctprof attach --jfr): its new data is read every
+// ReadEvery and its waits put on that tick's Snapshot.Waits.
+type JFRLiveOptions struct {
+	Enabled bool
+	// Threshold is the shortest wait recorded (0: jvm.DefaultJFRThreshold;
+	// negative: every wait).
+	Threshold time.Duration
+	// Duration is how long each recording runs before ctprof renews it,
+	// the longest it outlives a killed ctprof (0: the run's --duration and
+	// a margin, at most jvm.DefaultJFRDuration).
+	Duration time.Duration
+	// ReadEvery is the time between reads of new data (0: 5 s). Each read
+	// makes the JVM close its current chunk, which costs it metadata and
+	// constant pools written again.
+	ReadEvery time.Duration
+	// Settings says how the event settings reach the JVM (tests).
+	Settings jvm.SettingsMode
+}
+
+// DefaultJFRReadEvery is the time between reads of a live recording.
+const DefaultJFRReadEvery = 5 * time.Second
+
+// maxLiveWaits bounds the waits one read puts on a Snapshot: the recording
+// is bounded in bytes, but a wait costs more in memory than on disk.
+const maxLiveWaits = 200_000
+
+// jfrLive is a Sampler's recording state.
+type jfrLive struct {
+	rec  *jvm.Recording
+	next time.Time
+	// off is set once the recording cannot be had (attach disabled, an old
+	// JDK): said once, not retried.
+	off bool
+	// takes and first (the first tick's time) tell the run's last tick,
+	// which reads whatever is left.
+	takes int
+	first time.Time
+}
+
+// lastTick reports whether Run will end after this tick (--count or
+// --duration reached), judged as Run does from the first tick's time.
+func (s *Sampler) lastTick(snap *Snapshot) bool {
+	st := &s.jfr
+	if s.opts.Count > 0 && st.takes >= s.opts.Count {
+		return true
+	}
+	return s.opts.Duration > 0 && snap.Time.Add(s.opts.Interval).After(st.first.Add(s.opts.Duration))
+}
+
+// jfrRecordingDuration is how long each recording runs: short enough that
+// a killed ctprof leaves little behind, long enough to renew rarely.
+func (s *Sampler) jfrRecordingDuration() time.Duration {
+	o := s.opts.JVM.JFR
+	if o.Duration > 0 {
+		return o.Duration
+	}
+	d := jvm.DefaultJFRDuration
+	if s.opts.Duration > 0 {
+		// The run's length is known: one recording covers it, with a
+		// margin for a slow start.
+		d = min(d, s.opts.Duration+30*time.Second)
+	}
+	return d
+}
+
+// takeJFR starts the recording on the first tick and reads its new data
+// when due. Failures are the snapshot's errors; a target that exited is
+// left to the /proc sweep to notice.
+func (s *Sampler) takeJFR(ctx context.Context, snap *Snapshot) {
+	o := s.opts.JVM.JFR
+	st := &s.jfr
+	if !o.Enabled || s.jvm == nil || st.off {
+		return
+	}
+	st.takes++
+	if st.first.IsZero() {
+		st.first = snap.Time
+	}
+	// Half an interval early is on time: ticks jitter, and a read put off
+	// by a whole interval for a millisecond would stretch the cadence.
+	// The run's last tick reads what is left.
+	if snap.Time.Add(s.opts.Interval/2).Before(st.next) && !(st.rec != nil && s.lastTick(snap)) {
+		return
+	}
+	every := o.ReadEvery
+	if every <= 0 {
+		every = DefaultJFRReadEvery
+	}
+	st.next = snap.Time.Add(every)
+	if st.rec == nil {
+		if !s.jvm.DumpPossible() {
+			st.off = true
+			snap.Errors = append(snap.Errors, "no JFR recording: the JVM cannot be attached to")
+			return
+		}
+		rec, err := jvm.StartRecording(ctx, s.jvm, jvm.RecordingOptions{
+			Threshold: o.Threshold, Duration: s.jfrRecordingDuration(), Settings: o.Settings,
+		})
+		switch {
+		case err == nil:
+			st.rec = rec
+		case errors.Is(err, procfs.ErrProcessGone) || ctx.Err() != nil:
+		case errors.Is(err, jvm.ErrAttachFailed):
+			// Perhaps a slow JVM: try again at the next read.
+			snap.Errors = append(snap.Errors, "JFR recording not started: "+err.Error())
+		default:
+			st.off = true
+			snap.Errors = append(snap.Errors, "no JFR recording: "+err.Error())
+		}
+		return
+	}
+	b, err := st.rec.Read(ctx, every)
+	if err != nil {
+		if !errors.Is(err, procfs.ErrProcessGone) && ctx.Err() == nil {
+			snap.Errors = append(snap.Errors, "JFR read failed: "+err.Error())
+		}
+		return
+	}
+	if len(b) == 0 {
+		return
+	}
+	s.addJFR(snap, b)
+}
+
+// addJFR puts the waits and GC pauses of a read on snap.
+func (s *Sampler) addJFR(snap *Snapshot, b []byte) {
+	r := NewJFRReader(bytes.NewReader(b), fmt.Sprintf("JFR recording of pid %d", s.opts.PID), JFROptions{})
+	dropped := 0
+	for {
+		batch, err := r.Next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				snap.Errors = append(snap.Errors, err.Error())
+			}
+			break
+		}
+		if room := maxLiveWaits - len(snap.Waits); len(batch.Waits) > room {
+			dropped += len(batch.Waits) - room
+			batch.Waits = batch.Waits[:room]
+		}
+		snap.Waits = append(snap.Waits, batch.Waits...)
+		snap.GCPauses = append(snap.GCPauses, batch.GCPauses...)
+	}
+	if dropped > 0 {
+		snap.Errors = append(snap.Errors, fmt.Sprintf("JFR: %d waits beyond %d in one read were left out; raise --jfr-threshold", dropped, maxLiveWaits))
+	}
+	if snap.Waits == nil {
+		// A read happened: the waits are known to be none, not unknown.
+		snap.Waits = []WaitEvent{}
+	}
+}
+
+// stopJFR stops and removes the recording: at the end of Run, and on
+// Close. Ctrl-C has cancelled the run's context by then, so it gets its
+// own, bounded.
+func (s *Sampler) stopJFR() error {
+	rec := s.jfr.rec
+	if rec == nil {
+		return nil
+	}
+	s.jfr.rec = nil
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return rec.Stop(ctx)
+}
+
+// JFRRecording is the name of the run's current recording, as JFR.check
+// lists it; empty when none runs.
+func (s *Sampler) JFRRecording() string {
+	if s.jfr.rec == nil {
+		return ""
+	}
+	return s.jfr.rec.Name()
+}

@@ -1,0 +1,75 @@
+package sample
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/testjvm"
+)
+
+// A Sampler with a recording puts the JVM's own wait measurements on
+// Snapshot.Waits: monitor enters with their previous owner, the
+// Object.wait with its notifier, parks on the ReentrantLock; their OS
+// thread ids are the /proc threads of the same snapshots. The recording
+// is gone when Run returns.
+func TestSamplerJFRWaitsOnSnapshots(t *testing.T) {
+	p := testjvm.Start(t, testjvm.JDK25(t), "JfrLocks")
+	s, err := NewSampler(Options{PID: p.PID, Interval: 200 * time.Millisecond, Duration: 4 * time.Second, JVM: JVMOptions{
+		NoDumps: true,
+		JFR:     JFRLiveOptions{Enabled: true, Threshold: time.Millisecond, ReadEvery: time.Second},
+	}})
+	require.NoError(t, err)
+	defer s.Close()
+	var waits []WaitEvent
+	tids := map[int64]bool{}
+	name := ""
+	reason, err := s.Run(context.Background(), func(snap *Snapshot) {
+		if name == "" {
+			name = s.JFRRecording()
+		}
+		assert.Empty(t, snap.Errors)
+		waits = append(waits, snap.Waits...)
+		for _, th := range snap.Threads {
+			tids[int64(th.TID)] = true
+		}
+	})
+	require.NoError(t, err)
+	assert.Equal(t, StopDone, reason)
+	assert.Empty(t, s.JFRRecording(), "stopped with the run")
+	require.NotEmpty(t, name)
+	check := string(p.Jcmd(t, "JFR.check"))
+	assert.NotContains(t, check, name)
+
+	byKind := map[string]int{}
+	joined := 0
+	for _, w := range waits {
+		byKind[w.Kind]++
+		assert.GreaterOrEqual(t, w.Duration, time.Millisecond)
+		if tids[w.OSThreadID] {
+			joined++
+		}
+		switch w.Kind {
+		case "monitor":
+			assert.Equal(t, "JfrLocks$Monitor", w.Class)
+			assert.True(t, strings.HasPrefix(w.Thread, "monitor-"), w.Thread)
+			assert.True(t, strings.HasPrefix(w.Other, "monitor-"), "previous owner %q", w.Other)
+			require.NotEmpty(t, w.Stack)
+			assert.Equal(t, "enterMonitor", w.Stack[0].Method)
+		case "wait":
+			assert.Equal(t, "JfrLocks$Signal", w.Class)
+			assert.Equal(t, "waiter", w.Thread)
+			assert.Equal(t, "notifier", w.Other)
+		case "synchronizer":
+			assert.Equal(t, "java.util.concurrent.locks.ReentrantLock$NonfairSync", w.Class)
+		}
+	}
+	assert.Positive(t, byKind["monitor"], "%v", byKind)
+	assert.Positive(t, byKind["wait"], "%v", byKind)
+	assert.Positive(t, byKind["synchronizer"], "%v", byKind)
+	assert.Equal(t, len(waits), joined, "every waiter is a /proc thread of the run")
+}

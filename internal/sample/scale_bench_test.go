@@ -1,0 +1,119 @@
+package sample
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctprof/ctprof/internal/testjvm"
+)
+
+// BenchmarkOneShotVersusJcmd runs `ctprof attach PID --count 1` (the
+// binary, built by the benchmark, as a new user runs it) and `jcmd PID
+// Thread.print` alternately against real JVMs running
+// testdata/java/ManyThreads.java with 2,000 and 10,000 idle threads about
+// 30 frames deep (argument 21 adds 21 frames to its stacks), on JDK 17 and
+// 25. Each of b.N rounds runs both once; the figures are medians over the
+// rounds, so one noisy moment on a shared machine moves neither much.
+// "cpu" is the user+system time of the process run (ctprof, or the jcmd
+// launcher JVM); "dump-ms" is the dump's wall time as ctprof's own sample
+// reports it, the floor a one-shot cannot go under.
+//
+// Goals (issue 16): on 2,000 threads, ctprof >= 3x faster than jcmd in
+// wall time and >= 5x in CPU, and within 1.5x of the dump time; on 10,000
+// threads, at most half of jcmd's wall time.
+//
+//	go test -run '^$' -bench OneShotVersusJcmd -benchtime 7x -timeout 30m ./internal/sample/
+func BenchmarkOneShotVersusJcmd(b *testing.B) {
+	bin := buildCtprof(b)
+	for _, threads := range []int{2000, 10000} {
+		for _, jdk := range testjvm.All(b) {
+			b.Run(jdk.Name+"/threads="+strconv.Itoa(threads), func(b *testing.B) {
+				p := testjvm.Start(b, jdk, "ManyThreads", strconv.Itoa(threads), "21")
+				defer p.Stop()
+				pid := strconv.Itoa(p.PID)
+				// One run of each first: the JVM's attach listener
+				// starts, and jcmd's classes come into the page cache.
+				runTimed(b, bin, "attach", pid, "--count", "1", "--format", "json")
+				runTimed(b, jdk.Bin("jcmd"), pid, "Thread.print")
+				var ctWall, ctCPU, dump, jWall, jCPU []float64
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					out, wall, cpu := runTimed(b, bin, "attach", pid, "--count", "1", "--format", "json")
+					var sum struct {
+						SampleCost struct {
+							DumpSeconds float64 `json:"dump_seconds"`
+						} `json:"sample_cost"`
+						Dumps int `json:"dumps"`
+					}
+					if err := json.Unmarshal(out, &sum); err != nil || sum.Dumps != 1 {
+						b.Fatalf("ctprof one-shot: %v, %d dumps: %.300s", err, sum.Dumps, out)
+					}
+					ctWall, ctCPU, dump = append(ctWall, wall), append(ctCPU, cpu), append(dump, 1000*sum.SampleCost.DumpSeconds)
+					out, wall, cpu = runTimed(b, jdk.Bin("jcmd"), pid, "Thread.print")
+					if !bytes.Contains(out, []byte("conn-1-reader")) {
+						b.Fatalf("jcmd Thread.print: %.300s", out)
+					}
+					jWall, jCPU = append(jWall, wall), append(jCPU, cpu)
+				}
+				b.StopTimer()
+				b.ReportMetric(median(ctWall), "ctprof-wall-ms")
+				b.ReportMetric(median(ctCPU), "ctprof-cpu-ms")
+				b.ReportMetric(median(dump), "dump-ms")
+				b.ReportMetric(median(jWall), "jcmd-wall-ms")
+				b.ReportMetric(median(jCPU), "jcmd-cpu-ms")
+				b.ReportMetric(median(jWall)/median(ctWall), "wall-x")
+				b.ReportMetric(median(jCPU)/median(ctCPU), "cpu-x")
+				b.ReportMetric(median(ctWall)/median(dump), "wall/dump")
+			})
+		}
+	}
+}
+
+// buildCtprof builds the ctprof binary as `make build` does (without the
+// version stamp) into a temporary directory.
+func buildCtprof(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "ctprof")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/ctprof/ctprof/cmd/ctprof")
+	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runTimed runs a command to its end and returns its standard output, its
+// wall time and its CPU time (user + system), in milliseconds.
+func runTimed(b *testing.B, name string, args ...string) ([]byte, float64, float64) {
+	b.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%s %v: %v\n%s", name, args, err, stderr.Bytes())
+	}
+	wall := time.Since(start)
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return stdout.Bytes(), float64(wall.Microseconds()) / 1000, float64(cpu.Microseconds()) / 1000
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
