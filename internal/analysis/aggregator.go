@@ -143,6 +143,16 @@ func (a *Aggregator) Add(s *sample.Snapshot) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if s.Threads == nil && s.Dump == nil && s.Waits != nil && a.os.samples > 0 {
+		// A live run's last JFR read after Ctrl-C (Sampler.flushJFR):
+		// exact waits, not a sample of the threads.
+		for _, e := range s.Errors {
+			a.errors++
+			a.warn(e)
+		}
+		a.addJFR(s)
+		return
+	}
 	a.snapshots++
 	dt := a.step(s)
 	if s.Target.PID != 0 {

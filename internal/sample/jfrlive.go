@@ -165,6 +165,36 @@ func (s *Sampler) addJFR(snap *Snapshot, b []byte) {
 	}
 }
 
+// flushJFR reads what the recording holds since the last read when the
+// run is interrupted (Ctrl-C), so the waits of its last seconds are not
+// lost, and hands them on as a Snapshot that carries only waits (the
+// Aggregator adds their waits and counts no sample). The run's context is
+// cancelled by then, so the read gets its own, bounded.
+func (s *Sampler) flushJFR(fn func(*Snapshot)) {
+	rec := s.jfr.rec
+	if rec == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := rec.Read(ctx, 0)
+	snap := &Snapshot{Time: time.Now(), Target: s.target, Interval: s.opts.Interval, Waits: []WaitEvent{}}
+	if err != nil {
+		if !errors.Is(err, procfs.ErrProcessGone) {
+			snap.Errors = append(snap.Errors, "JFR read at the end failed: "+err.Error())
+			fn(snap)
+		}
+		return
+	}
+	if len(b) == 0 {
+		return
+	}
+	s.addJFR(snap, b)
+	if len(snap.Waits) > 0 || len(snap.GCPauses) > 0 || len(snap.Errors) > 0 {
+		fn(snap)
+	}
+}
+
 // stopJFR stops and removes the recording: at the end of Run, and on
 // Close. Ctrl-C has cancelled the run's context by then, so it gets its
 // own, bounded.

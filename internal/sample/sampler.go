@@ -419,6 +419,7 @@ func (s *Sampler) Run(ctx context.Context, fn func(*Snapshot)) (StopReason, erro
 	for n := 0; ; {
 		select {
 		case <-ctx.Done():
+			s.flushJFR(fn)
 			return StopInterrupted, nil
 		case <-timer.C:
 		}
@@ -432,6 +433,7 @@ func (s *Sampler) Run(ctx context.Context, fn func(*Snapshot)) (StopReason, erro
 		if ctx.Err() != nil {
 			// Ctrl-C during the sweep: the sample is complete, keep it.
 			fn(snap)
+			s.flushJFR(fn)
 			return StopInterrupted, nil
 		}
 		fn(snap)
