@@ -30,6 +30,7 @@ type TopOptions struct {
 	Interval time.Duration
 	Port     int
 	JVM      jvmFlags
+	JFR      jfrFlags // Flight Recorder: exact waits in the lock pane
 	// HTML is where the r key writes the report; empty: a new file in the
 	// current directory named after the target.
 	HTML string
@@ -47,7 +48,9 @@ fed by the same sampling and analysis as attach:
            pause ctprof's thread dumps cost a JVM
   findings the current conclusions, worst first, one line each
   locks    the hottest waits: kind, class, waiters now and on average,
-           owner, the frame where threads wait
+           owner, the frame where threads wait; with --jfr also the time
+           threads waited on each lock and its p99 wait, exact, from the
+           JVM's Flight Recorder (s sorts by it)
   pools    threads, states, CPU and switches per second
   threads  the busiest threads (top -H) with their Java names and states
 
@@ -85,6 +88,9 @@ func NewCmdTop(io IO, runF func(*TopOptions) error) *cobra.Command {
 			if err := opts.JVM.validate(); err != nil {
 				return err
 			}
+			if err := opts.JFR.validate(); err != nil {
+				return err
+			}
 			if opts.Port < 0 || opts.Port > 65535 {
 				return usageErrorf("--port must be between 0 and 65535, not %d", opts.Port)
 			}
@@ -109,6 +115,7 @@ func NewCmdTop(io IO, runF func(*TopOptions) error) *cobra.Command {
 	f.StringVar(&opts.HTML, "html", "", "where r writes the HTML report (default: ctprof-top-PID-TIME.html in the current directory)")
 	f.IntVar(&opts.Top, "top", 10, "rows per table in the summary printed after quitting")
 	opts.JVM.register(f)
+	opts.JFR.register(f)
 	return cmd
 }
 
@@ -123,7 +130,7 @@ func topRun(ctx context.Context, opts *TopOptions) error {
 	if !ok || !isTerminal(out) {
 		return errNotTerminal
 	}
-	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Port: opts.Port, JVM: opts.JVM.options()})
+	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Port: opts.Port, JVM: opts.JFR.apply(opts.JVM.options())})
 	if err != nil {
 		return err
 	}

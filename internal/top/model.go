@@ -60,7 +60,7 @@ func (p pane) String() string { return [...]string{"locks", "pools", "threads"}[
 
 // Sort keys per pane, cycled by s.
 var sortKeys = [paneCount][]string{
-	paneLocks:   {"now", "avg", "peak", "blocked"},
+	paneLocks:   {"now", "avg", "peak", "blocked", "waited"},
 	panePools:   {"cpu", "threads", "vol/s", "invol/s", "name"},
 	paneThreads: {"cpu", "vol/s", "invol/s", "rq-wait"},
 }
@@ -254,10 +254,21 @@ func (m *Model) locks() []analysis.LockSummary {
 			return cmp.Compare(y.Waiters, x.Waiters)
 		case "blocked":
 			return cmp.Compare(y.BlockedThreadSeconds, x.BlockedThreadSeconds)
+		case "waited": // exact, with --jfr; locks without a recording last
+			return cmp.Compare(jfrWaited(y), jfrWaited(x))
 		}
 		return cmp.Compare(y.CurrentWaiters, x.CurrentWaiters)
 	})
 	return l
+}
+
+// jfrWaited is the time threads waited on l by the JVM's own recording;
+// -1 without one.
+func jfrWaited(l analysis.LockSummary) float64 {
+	if l.JFR == nil {
+		return -1
+	}
+	return l.JFR.WaitSeconds
 }
 
 func (m *Model) pools() []analysis.PoolSummary {

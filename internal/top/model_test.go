@@ -29,7 +29,9 @@ const refresh = "go test ./internal/top/ -run TestScreens -update"
 //	ctprof attach PID --count 4 --record internal/top/testdata/NAME.ctprof
 //
 // against testdata/java/SyncSingleton.java (8 request threads on one
-// synchronized singleton) and testdata/java/HostileNames.java; replayed,
+// synchronized singleton) and testdata/java/HostileNames.java, and with
+// --jfr --count 7 --interval 1s against testdata/java/JfrLocks.java
+// (jfrlocks.ctprof); replayed,
 // they give the Summary a live run had, exactly.
 func replay(t *testing.T, name string) Refresh {
 	t.Helper()
@@ -105,6 +107,7 @@ func TestScreens(t *testing.T) {
 		{"pools-by-threads-120x40", "syncsingleton", 120, 40, []string{"tab", "s"}, []string{"▸ Pools", "sort: threads", "pools sorted by threads"}},
 		{"thread-detail-120x40", "syncsingleton", 120, 40, []string{"shift+tab", "enter"}, []string{"Thread  request-", "Stack in the latest dump:", "at SyncSingleton."}},
 		{"threads-by-invol-120x40", "syncsingleton", 120, 40, []string{"tab", "tab", "s", "s", "down"}, []string{"▸ Busiest threads", "sort: invol/s"}},
+		{"jfr-locks-120x40", "jfrlocks", 120, 40, []string{"s", "s", "s", "s"}, []string{"WAITED", "P99ms", "JfrLocks$Monitor", "sort: waited"}},
 		{"hostile-120x40", "hostilenames", 120, 40, nil, []string{`right: Ünï "线程"\t- locked`, "</script><script>alert(N)</script>"}},
 		{"hostile-lock-120x40", "hostilenames", 120, 40, []string{"enter"}, []string{"Owner: </script><script>alert(1)</script>"}},
 	}

@@ -194,6 +194,12 @@ var (
 		{title: "OWNER", weight: 2, min: 6},
 		{title: "WAIT SITE", weight: 4, min: 8},
 	}
+	// lockColsJFR adds, when a Flight Recorder recording runs (--jfr), the
+	// exact time threads waited on each lock and its p99 wait.
+	lockColsJFR = append(slices.Clone(lockCols[:4]),
+		column{title: "WAITED", width: 7, right: true},
+		column{title: "P99ms", width: 6, right: true},
+		lockCols[4], lockCols[5])
 	poolCols = []column{
 		{title: "POOL", weight: 3, min: 8},
 		{title: "THR", width: 5, right: true},
@@ -221,8 +227,20 @@ func (m *Model) pane(p pane, w, n int) []string {
 	switch p {
 	case paneLocks:
 		cols, title = lockCols, "Locks"
+		jfr := m.sum != nil && m.sum.JFR != nil
+		if jfr {
+			cols = lockColsJFR
+		}
 		for _, l := range m.locks() {
-			cells = append(cells, []string{l.Kind, lockName(l), fmt.Sprint(l.CurrentWaiters), num(l.AvgWaiters), deref(l.Owner, "?"), deref(l.WaitFrame, "")})
+			row := []string{l.Kind, lockName(l), fmt.Sprint(l.CurrentWaiters), num(l.AvgWaiters)}
+			if jfr {
+				waited, p99 := "", ""
+				if l.JFR != nil {
+					waited, p99 = num(l.JFR.WaitSeconds)+"s", num(l.JFR.P99Ms)
+				}
+				row = append(row, waited, p99)
+			}
+			cells = append(cells, append(row, deref(l.Owner, "?"), deref(l.WaitFrame, "")))
 		}
 	case panePools:
 		cols, title = poolCols, "Pools"
