@@ -108,7 +108,7 @@ func findings(s *Summary) []Finding {
 				owner += " (running " + *l.ReleaserFrame + ")"
 			}
 		case waitsForSignal(l):
-			owner = "no thread runs the same code without waiting"
+			owner = "the dump does not tell which thread will wake them"
 		}
 		where := ""
 		if l.WaitFrame != nil {

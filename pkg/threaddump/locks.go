@@ -39,7 +39,8 @@ type LockInfo struct {
 	// Releaser is, for a lock nobody holds whose waiters wait for a signal
 	// (WaitObject, WaitCondition), a thread that works in the same code as
 	// the waiters and is not waiting: the one that will notify them (a
-	// group commit's flusher). ReleaserFrame is its frame in that code.
+	// group commit's flusher), where the dump tells which it is (see
+	// releaser). ReleaserFrame is its frame in that code.
 	Releaser      *Thread
 	ReleaserFrame int
 }
@@ -271,11 +272,15 @@ func (d *Dump) Locks() []*LockInfo {
 	}
 	out := make([]*LockInfo, 0, len(byAddr))
 	work := &workIndex{threads: threads}
+	instances := map[string]int{}
+	for _, li := range byAddr {
+		instances[li.Lock.Class]++
+	}
 	for _, li := range byAddr {
 		li.ReleaserFrame = -1
 		if ws := signals[li]; len(ws) > 0 || li.Owner == nil {
-			r, f := releaser(li, ws, work)
-			if r != nil {
+			r, f, evidence := releaser(li, ws, work, instances)
+			if evidence {
 				li.Waiters = append(li.Waiters, ws...)
 			} else {
 				li.Waiting = append(li.Waiting, ws...)
@@ -299,14 +304,22 @@ func (d *Dump) Locks() []*LockInfo {
 	return out
 }
 
-// releaser finds, for a lock whose waiters wait for a signal, a thread
-// that works on what they wait for without waiting itself: it runs the
+// releaser finds, for a lock whose waiters wait for a signal, the threads
+// that work on what they wait for without waiting themselves: they run the
 // program frame that called wait() (or await) in the waiters, which is the
 // critical section (a group commit whose leader flushes), or a method of
-// the waited object's own class (a dedicated flusher in Log.flush). A
-// runnable one is preferred; nil and -1 when there is none. signals are
-// the waits not yet counted in li.Waiters or li.Waiting.
-func releaser(li *LockInfo, signals []Waiter, work *workIndex) (*Thread, int) {
+// the waited object's own class (a dedicated flusher in Log.flush).
+//
+// evidence says some thread does: the waits are then contention. The
+// releaser is named only where the dump tells who it is: a thread in the
+// section (a runnable one preferred), or else the one thread running the
+// class's code while the dump waits on one instance of that class. Where
+// objects are per task (a transaction per worker), every worker runs the
+// class's code on an instance of its own, and the one that holds the
+// waited instance cannot be told: none is named. signals are the waits not
+// yet counted in li.Waiters or li.Waiting; instances counts the dump's
+// locks by class.
+func releaser(li *LockInfo, signals []Waiter, work *workIndex, instances map[string]int) (named *Thread, frame int, evidence bool) {
 	var section Frame
 	found := false
 	for _, w := range append(append([]Waiter(nil), signals...), li.Waiters...) {
@@ -328,52 +341,44 @@ func releaser(li *LockInfo, signals []Waiter, work *workIndex) (*Thread, int) {
 		ownClass = "" // java.lang.Object and the like say nothing
 	}
 	if !found && ownClass == "" {
-		return nil, -1
+		return nil, -1, false
 	}
 	waiting := map[*Thread]bool{}
-	for _, w := range signals {
-		waiting[w.Thread] = true
+	for _, ws := range [][]Waiter{signals, li.Waiters, li.Waiting} {
+		for _, w := range ws {
+			waiting[w.Thread] = true
+		}
 	}
-	for _, w := range li.Waiters {
-		waiting[w.Thread] = true
-	}
-	for _, w := range li.Waiting {
-		waiting[w.Thread] = true
-	}
-	var bySection, byClass []frameHit
 	work.build()
+	// pick is the first runnable thread of hits not waiting on the lock,
+	// else the first one; n counts them.
+	pick := func(hits []frameHit) (best *Thread, bestFrame, n int) {
+		bestFrame = -1
+		for _, h := range hits {
+			t := work.threads[h.thread]
+			if waiting[t] {
+				continue
+			}
+			n++
+			if best == nil || t.State == StateRunnable && best.State != StateRunnable {
+				best, bestFrame = t, h.frame
+			}
+		}
+		return best, bestFrame, n
+	}
 	if found {
-		bySection = work.byMethod[methodKey{section.Class, section.Method}]
-	}
-	if ownClass != "" {
-		byClass = work.byClass[ownClass]
-	}
-	// The first runnable thread that runs the section or the class (in
-	// thread order), else the first such thread; the frame is the first of
-	// its frames that matches either. Both lists are in thread order.
-	var best *Thread
-	bestFrame := -1
-	for len(bySection) > 0 || len(byClass) > 0 {
-		var h frameHit
-		switch {
-		case len(byClass) == 0 || len(bySection) > 0 && bySection[0].thread < byClass[0].thread:
-			h, bySection = bySection[0], bySection[1:]
-		case len(bySection) == 0 || byClass[0].thread < bySection[0].thread:
-			h, byClass = byClass[0], byClass[1:]
-		default: // the same thread in both: its first matching frame
-			h = bySection[0]
-			h.frame = min(h.frame, byClass[0].frame)
-			bySection, byClass = bySection[1:], byClass[1:]
-		}
-		t := work.threads[h.thread]
-		if waiting[t] {
-			continue
-		}
-		if best == nil || t.State == StateRunnable && best.State != StateRunnable {
-			best, bestFrame = t, h.frame
+		if t, f, _ := pick(work.byMethod[methodKey{section.Class, section.Method}]); t != nil {
+			return t, f, true
 		}
 	}
-	return best, bestFrame
+	if ownClass == "" {
+		return nil, -1, false
+	}
+	t, f, n := pick(work.byClass[ownClass])
+	if n == 1 && instances[ownClass] == 1 {
+		return t, f, true
+	}
+	return nil, -1, n > 0
 }
 
 // workIndex finds the threads that run a method or a class without waiting
@@ -404,6 +409,9 @@ func (w *workIndex) build() {
 	for ti, t := range w.threads {
 		if _, ok := t.WaitsOn(); ok {
 			continue // waiting for a signal itself (on another object): not working
+		}
+		if _, ok := t.BlockedOn(); ok {
+			continue // queued on a lock (re-locking another object after its own wait): not working
 		}
 		for i, f := range t.Frames {
 			k := methodKey{f.Class, f.Method}
