@@ -515,8 +515,11 @@ func checkSessionServer(t *testing.T, p *Process) {
 		}
 		t.Cleanup(func() { c.Close() })
 	}
+	// A poller that has just started is not in poll() yet: wait for all 8
+	// there (a third client's threads would show as well).
 	dump := p.WaitForDump(t, dumpTimeout, func(d []byte) bool {
-		return bytes.Contains(d, []byte(`"sess-2-poll-4" #`)) && bytes.Contains(d, []byte(`"sess-2-reader" #`))
+		return bytes.Contains(d, []byte(`"sess-2-poll-4" #`)) && bytes.Contains(d, []byte(`"sess-2-reader" #`)) &&
+			CountLines(d, "at SessionServer.poll(") >= 8
 	})
 	for c := 1; c <= 2; c++ {
 		for i := 1; i <= 4; i++ {
