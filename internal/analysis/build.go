@@ -336,6 +336,7 @@ var timelineInfo = []struct{ id, title, unit string }{
 	{"cpu", "CPU use against CPUs allowed", "CPUs"},
 	{"run_queue_wait", "Waiting for a CPU", "threads"},
 	{"gc_pauses", "Garbage collection pauses (JFR)", "ms"},
+	{"jvm_cpu_load", "CPU load the JVM recorded (JFR)", "% of the machine"},
 }
 
 // maxLockTimelines bounds the lock_waiters timeline to the hottest locks.

@@ -138,6 +138,15 @@ type jfrSiteAgg struct {
 
 // addJFR folds one snapshot's JFR waits and GC pauses in.
 func (a *Aggregator) addJFR(s *sample.Snapshot) {
+	for _, l := range s.CPULoads {
+		if l.Time.IsZero() {
+			continue
+		}
+		tl := a.timeline("jvm_cpu_load")
+		tl.add("JVM user", l.Time, 100*l.JVMUser)
+		tl.add("JVM system", l.Time, 100*l.JVMSystem)
+		tl.add("machine total", l.Time, 100*l.MachineTotal)
+	}
 	if len(s.Waits) == 0 && len(s.GCPauses) == 0 {
 		return
 	}

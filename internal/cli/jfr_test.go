@@ -27,6 +27,7 @@ const jfrTestSettings = `<?xml version="1.0" encoding="UTF-8"?>
   <event name="jdk.VirtualThreadPinned"><setting name="enabled">true</setting><setting name="stackTrace">true</setting><setting name="threshold">0 ms</setting></event>
   <event name="jdk.GarbageCollection"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
   <event name="jdk.ThreadDump"><setting name="enabled">true</setting><setting name="period">1 s</setting></event>
+  <event name="jdk.CPULoad"><setting name="enabled">true</setting><setting name="period">1 s</setting></event>
 </configuration>
 `
 
@@ -83,6 +84,13 @@ func abs64(x int64) int64 {
 }
 
 type jfrDoc struct {
+	Timelines []struct {
+		ID     string
+		Series []struct {
+			Name   string
+			Points [][2]float64
+		}
+	}
 	JFR *struct {
 		Events      int64   `json:"events"`
 		WaitSeconds float64 `json:"wait_seconds"`
@@ -156,6 +164,18 @@ func TestAnalyzeJFRMatchesWorkload(t *testing.T) {
 				}
 			}
 			assert.Equal(t, map[string]bool{"monitor": true, "signal": true, "park": true}, found)
+			// The recording's CPU load joins the timeline (one sample a
+			// second, as the settings ask).
+			var load []string
+			for _, tl := range doc.Timelines {
+				if tl.ID == "jvm_cpu_load" {
+					for _, sr := range tl.Series {
+						load = append(load, sr.Name)
+						assert.NotEmpty(t, sr.Points, sr.Name)
+					}
+				}
+			}
+			assert.Equal(t, []string{"JVM user", "JVM system", "machine total"}, load)
 
 			code, out, errOut = run(t, "", "analyze", rec.file)
 			require.Equal(t, 0, code, errOut)

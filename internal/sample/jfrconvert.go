@@ -16,7 +16,7 @@ import (
 // others are skipped by size without being decoded.
 var JFREventTypes = []string{
 	"jdk.JavaMonitorEnter", "jdk.JavaMonitorWait", "jdk.ThreadPark",
-	"jdk.VirtualThreadPinned", "jdk.ThreadDump", "jdk.GarbageCollection",
+	"jdk.VirtualThreadPinned", "jdk.ThreadDump", "jdk.GarbageCollection", "jdk.CPULoad",
 }
 
 // JFRMagic starts every JFR chunk; inputs are told apart by content.
@@ -131,6 +131,10 @@ func (j *JFRReader) step() {
 		b.GCPauses = append(b.GCPauses, GCPause{
 			Start: ev.Start, Name: g.Name, Cause: g.Cause, SumOfPauses: g.SumOfPauses, LongestPause: g.LongestPause,
 		})
+	case "jdk.CPULoad":
+		l, _ := ev.CPULoad()
+		b := j.add(ev)
+		b.CPULoads = append(b.CPULoads, CPULoad{Time: ev.Start, JVMUser: l.JVMUser, JVMSystem: l.JVMSystem, MachineTotal: l.MachineTotal})
 	default:
 		if w, ok := j.wait(ev); ok {
 			b := j.add(ev)

@@ -58,6 +58,9 @@ type Snapshot struct {
 	// batch; GCPauses its garbage collections. Nil without a recording.
 	Waits    []WaitEvent
 	GCPauses []GCPause
+	// CPULoads are the JVM's own CPU load samples from a .jfr file (a
+	// live run has /proc's figures instead, and does not record them).
+	CPULoads []CPULoad
 
 	// Threads is the /proc sample of every OS thread; nil when the tick
 	// has none (dump files).

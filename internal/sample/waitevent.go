@@ -48,6 +48,13 @@ type WaitEvent struct {
 // MaxWaitEventFrames bounds the frames kept per WaitEvent.
 const MaxWaitEventFrames = 64
 
+// CPULoad is one of a JVM's recorded CPU load samples (jdk.CPULoad), for
+// the timeline of a .jfr file: fractions of the machine's CPUs.
+type CPULoad struct {
+	Time                             time.Time
+	JVMUser, JVMSystem, MachineTotal float64
+}
+
 // GCPause is one garbage collection the JVM recorded, for the timeline.
 type GCPause struct {
 	Start        time.Time
