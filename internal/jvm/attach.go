@@ -82,7 +82,17 @@ func (i *Info) DumpPossible() bool {
 	if !i.AttachSupported {
 		return false
 	}
-	return i.CatchesQuit || i.listenerRunning() == nil
+	if i.CatchesQuit || i.listenerRunning() == nil {
+		return true
+	}
+	// A JVM found in its first milliseconds (serve --java discovers new
+	// JVMs as they start) has not installed its SIGQUIT handler yet:
+	// look again rather than give up on it for good.
+	if ok, err := catchesQuit(i.fs, i.PID); err == nil && ok {
+		i.CatchesQuit = true
+		return true
+	}
+	return false
 }
 
 // ensureListener starts the JVM's attach listener if it is not running:

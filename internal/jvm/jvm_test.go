@@ -256,3 +256,18 @@ func FuzzPerfData(f *testing.F) {
 		_ = p.AttachSupported()
 	})
 }
+
+// A JVM inspected before it installed its SIGQUIT handler (serve --java
+// finds new JVMs in their first milliseconds) is looked at again when a
+// dump is due, not given up on for good.
+func TestDumpPossibleLooksAgainAtAYoungJVM(t *testing.T) {
+	p := testjvm.Start(t, testjvm.JDK17(t), "SyncSingleton", "2")
+	info := inspect(t, p.PID)
+	require.Error(t, info.listenerRunning(), "nobody attached yet: no listener")
+	info.CatchesQuit = false // as Inspect saw it before the handler
+	assert.True(t, info.DumpPossible())
+	assert.True(t, info.CatchesQuit)
+	res, err := ThreadDump(context.Background(), info, DumpOptions{Mode: ModeThreadPrint})
+	require.NoError(t, err)
+	assert.Contains(t, string(res.Text), "SyncSingleton")
+}
