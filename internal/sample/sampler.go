@@ -162,7 +162,9 @@ func NewSampler(opts Options) (*Sampler, error) {
 		case !s.jvm.AttachSupported:
 			s.notes = append(s.notes, "no thread dumps: "+jvm.ErrAttachDisabled.Error())
 		case !s.jvm.DumpPossible():
-			s.notes = append(s.notes, "no thread dumps: "+jvm.ErrNoQuitHandler.Error())
+			// Or a JVM in its first milliseconds: DumpPossible looks
+			// again whenever a dump is due.
+			s.notes = append(s.notes, "no thread dumps for now: "+jvm.ErrNoQuitHandler.Error()+" (ctprof looks again at every dump it would take)")
 		}
 	}
 	return s, nil
