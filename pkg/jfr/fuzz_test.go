@@ -163,6 +163,27 @@ func BenchmarkReadLockEvents(b *testing.B) {
 	}
 }
 
+// BenchmarkReadLockEventsLong is the cold case on a 20 s recording: a
+// file a user carries is larger than the 3 s one above, and the metadata
+// event (about 96 KB a chunk) is a smaller share of it.
+func BenchmarkReadLockEventsLong(b *testing.B) {
+	longOnce.Do(func() {
+		f := recording(b, testjvm.JDK17(b), 1, 20*time.Second, false)[0]
+		var err error
+		longData, err = os.ReadFile(f)
+		require.NoError(b, err)
+	})
+	require.NotEmpty(b, longData, "recording failed in an earlier run")
+	jfr.SetMetadataCache(false)
+	defer jfr.SetMetadataCache(true)
+	benchRead(b, longData)
+}
+
+var (
+	longOnce sync.Once
+	longData []byte
+)
+
 func benchRead(b *testing.B, data []byte) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
