@@ -82,12 +82,15 @@ type chunk struct {
 	pools map[*typeDesc]map[int64]int // pool type -> key -> offset in buf
 	prev  *chunk                      // the chunk before, for late references
 
-	threads map[int64]*Thread
-	classes map[int64]*Class
-	methods map[int64]*Method
-	stacks  map[int64]*StackTrace
+	threads keyCache[*Thread]
+	classes keyCache[*Class]
+	methods keyCache[*Method]
+	stacks  keyCache[*StackTrace]
 	strings map[*typeDesc]map[int64]string
 	decoded map[*typeDesc]map[int64]value
+
+	events []Event // unused part of the current event slab
+	values []value // values slab; the part beyond len is unused
 
 	pos     int   // next event
 	end     int   // events are framed correctly up to here
@@ -317,4 +320,57 @@ func (c *chunk) entry(t *typeDesc, key int64) (value, bool) {
 	}
 	cache[key] = v
 	return v, v.kind != vNone
+}
+
+// maxDenseKey bounds the constant pool keys cached by slice. The JVM
+// numbers threads, classes, methods and stack traces from 1 up, so the
+// per-event lookups of Thread and Stack index a slice; other keys (a
+// forged or sparse numbering) go to a map.
+const maxDenseKey = 1 << 16
+
+// keyCache maps constant pool keys to what they resolved to, including nil
+// for keys that resolve to nothing.
+type keyCache[T any] struct {
+	dense  []keyEntry[T]
+	sparse map[int64]T
+}
+
+type keyEntry[T any] struct {
+	v  T
+	ok bool
+}
+
+func (k *keyCache[T]) get(key int64) (T, bool) {
+	if uint64(key) < uint64(len(k.dense)) {
+		e := k.dense[key]
+		return e.v, e.ok
+	}
+	v, ok := k.sparse[key]
+	return v, ok
+}
+
+func (k *keyCache[T]) put(key int64, v T) {
+	if key >= 0 && key < maxDenseKey {
+		if key >= int64(len(k.dense)) {
+			n := 2 * len(k.dense)
+			if n < 64 {
+				n = 64
+			}
+			for int64(n) <= key {
+				n *= 2
+			}
+			if n > maxDenseKey {
+				n = maxDenseKey
+			}
+			grown := make([]keyEntry[T], n)
+			copy(grown, k.dense)
+			k.dense = grown
+		}
+		k.dense[key] = keyEntry[T]{v, true}
+		return
+	}
+	if k.sparse == nil {
+		k.sparse = make(map[int64]T)
+	}
+	k.sparse[key] = v
 }

@@ -45,6 +45,22 @@ func (d *decoder) varint() int64 {
 		d.pos = p + 1
 		return int64(b[p])
 	}
+	if p+9 <= len(b) {
+		// Nine bytes are left, the longest encoding: no bounds checks per
+		// byte. Event times and addresses take 5 to 9 bytes.
+		w := b[p : p+9]
+		var v uint64
+		for i := 0; i < 8; i++ {
+			c := w[i]
+			v |= uint64(c&0x7f) << (7 * i)
+			if c < 0x80 {
+				d.pos = p + i + 1
+				return int64(v)
+			}
+		}
+		d.pos = p + 9
+		return int64(v | uint64(w[8])<<56)
+	}
 	var v uint64
 	for i := 0; i < 8; i++ {
 		if p >= len(b) {

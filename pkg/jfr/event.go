@@ -9,7 +9,8 @@ import (
 // filled for every event type that has them (startTime, duration,
 // eventThread, stackTrace); other fields are read with the accessors, which
 // resolve constant pool references on demand. An Event keeps its chunk's
-// bytes alive until it is dropped.
+// bytes (and the events allocated together with it, a few KB) alive until
+// it is dropped; it stays valid after later calls to Next.
 type Event struct {
 	Type     string // e.g. "jdk.JavaMonitorEnter"
 	Start    time.Time

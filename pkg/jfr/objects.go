@@ -179,7 +179,7 @@ func (c *chunk) thread(t *typeDesc, v value) *Thread {
 	if v.kind != vRef || v.i == 0 {
 		return nil
 	}
-	if th, ok := c.threads[v.i]; ok {
+	if th, ok := c.threads.get(v.i); ok {
 		return th
 	}
 	ev, ok := c.entry(t, v.i)
@@ -197,7 +197,7 @@ func (c *chunk) thread(t *typeDesc, v value) *Thread {
 			Virtual:      c.fieldInt(t, ev, "virtual") != 0,
 		}
 	}
-	c.threads[v.i] = th
+	c.threads.put(v.i, th)
 	return th
 }
 
@@ -205,7 +205,7 @@ func (c *chunk) class(t *typeDesc, v value) *Class {
 	if v.kind != vRef || v.i == 0 {
 		return nil
 	}
-	if cl, ok := c.classes[v.i]; ok {
+	if cl, ok := c.classes.get(v.i); ok {
 		return cl
 	}
 	ev, ok := c.entry(t, v.i)
@@ -226,7 +226,7 @@ func (c *chunk) class(t *typeDesc, v value) *Class {
 			}
 		}
 	}
-	c.classes[v.i] = cl
+	c.classes.put(v.i, cl)
 	return cl
 }
 
@@ -234,7 +234,7 @@ func (c *chunk) method(t *typeDesc, v value) *Method {
 	if v.kind != vRef {
 		return nil
 	}
-	if m, ok := c.methods[v.i]; ok {
+	if m, ok := c.methods.get(v.i); ok {
 		return m
 	}
 	ev, ok := c.entry(t, v.i)
@@ -254,7 +254,7 @@ func (c *chunk) method(t *typeDesc, v value) *Method {
 			m.Class = c.class(f.typ, cv)
 		}
 	}
-	c.methods[v.i] = m
+	c.methods.put(v.i, m)
 	return m
 }
 
@@ -262,7 +262,7 @@ func (c *chunk) stack(t *typeDesc, v value) *StackTrace {
 	if v.kind != vRef || v.i == 0 {
 		return nil
 	}
-	if st, ok := c.stacks[v.i]; ok {
+	if st, ok := c.stacks.get(v.i); ok {
 		return st
 	}
 	ev, ok := c.entry(t, v.i)
@@ -296,7 +296,7 @@ func (c *chunk) stack(t *typeDesc, v value) *StackTrace {
 			}
 		}
 	}
-	c.stacks[v.i] = st
+	c.stacks.put(v.i, st)
 	return st
 }
 

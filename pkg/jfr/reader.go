@@ -37,11 +37,15 @@ type Reader struct {
 	opts   Options
 	wanted map[string]bool
 
-	c      *chunk
-	prev   *chunk              // the chunk before c, see chunk.previous
-	want   map[int64]*typeDesc // event types to decode in the current chunk
-	index  int
-	lastMD *metadata
+	c    *chunk
+	prev *chunk // the chunk before c, see chunk.previous
+	// Event types to decode in the current chunk, by type id: a slice
+	// for the small ids the JVM assigns (every event in the chunk is
+	// looked up here, wanted or not), a map for any others.
+	want      []*typeDesc
+	wantLarge map[int64]*typeDesc
+	index     int
+	lastMD    *metadata
 	// lastMDBody is the previous metadata event after its id: chunks of
 	// one recording repeat it, so it is parsed once.
 	lastMDBody []byte
@@ -160,10 +164,6 @@ func (r *Reader) readChunk() error {
 	c := &chunk{
 		buf:     buf,
 		pools:   make(map[*typeDesc]map[int64]int),
-		threads: make(map[int64]*Thread),
-		classes: make(map[int64]*Class),
-		methods: make(map[int64]*Method),
-		stacks:  make(map[int64]*StackTrace),
 		strings: make(map[*typeDesc]map[int64]string),
 		decoded: make(map[*typeDesc]map[int64]value),
 	}
@@ -275,11 +275,22 @@ func (r *Reader) readChunk() error {
 		}
 	}
 
-	r.want = make(map[int64]*typeDesc)
+	r.want, r.wantLarge = r.want[:0], nil
 	for id, t := range c.meta.types {
-		if t.event && (r.wanted == nil || r.wanted[t.name]) {
-			r.want[id] = t
+		if !t.event || (r.wanted != nil && !r.wanted[t.name]) {
+			continue
 		}
+		if id >= 0 && id < maxDenseTypeID {
+			for int64(len(r.want)) <= id {
+				r.want = append(r.want, nil)
+			}
+			r.want[id] = t
+			continue
+		}
+		if r.wantLarge == nil {
+			r.wantLarge = make(map[int64]*typeDesc)
+		}
+		r.wantLarge[id] = t
 	}
 	c.pos = headerSize
 	if r.prev != nil {
@@ -337,7 +348,12 @@ func (r *Reader) nextInChunk() (*Event, error) {
 		typ := d.varint()
 		next := at + int(sz)
 		c.pos = next
-		t := r.want[typ]
+		var t *typeDesc
+		if uint64(typ) < uint64(len(r.want)) {
+			t = r.want[typ]
+		} else if r.wantLarge != nil {
+			t = r.wantLarge[typ]
+		}
 		if t == nil {
 			continue
 		}
@@ -367,21 +383,34 @@ func (r *Reader) nextInChunk() (*Event, error) {
 	return nil, nil
 }
 
-// eventWithValues puts an event and the values of a typical event type in
-// one allocation.
-type eventWithValues struct {
-	ev   Event
-	vals [8]value
-}
+// maxDenseTypeID bounds the type ids looked up by slice; the JVM numbers
+// its types from a few hundred up, a forged id goes to the map.
+const maxDenseTypeID = 1 << 14
+
+// Events and their values are carved from per-chunk slabs: one allocation
+// per slab instead of one per event. A slab lives as long as any of its
+// events, which is small next to the chunk bytes an Event keeps anyway.
+const (
+	eventSlab = 64
+	valueSlab = 512
+)
 
 func (r *Reader) newEvent(t *typeDesc, c *chunk) *Event {
-	var ev *Event
-	if len(t.fields) <= 8 {
-		a := &eventWithValues{}
-		ev = &a.ev
-		ev.vals = a.vals[:len(t.fields)]
+	if len(c.events) == 0 {
+		c.events = make([]Event, eventSlab)
+	}
+	ev := &c.events[0]
+	c.events = c.events[1:]
+	n := len(t.fields)
+	if n > valueSlab/8 {
+		ev.vals = make([]value, n)
 	} else {
-		ev = &Event{vals: make([]value, len(t.fields))}
+		if cap(c.values)-len(c.values) < n {
+			c.values = make([]value, 0, valueSlab)
+		}
+		l := len(c.values)
+		c.values = c.values[:l+n]
+		ev.vals = c.values[l : l+n : l+n]
 	}
 	ev.Type, ev.typ, ev.c = t.name, t, c
 	return ev
