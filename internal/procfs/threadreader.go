@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -27,7 +30,11 @@ import (
 // sleeping threads that ran (a running thread has neither, and reading
 // syscall of a running thread makes the kernel wait for it to stop).
 // Open descriptors are capped below the process's file limit; files
-// beyond the cap are opened and closed each time.
+// beyond the cap are opened and closed each time. schedstat, which every
+// tick reads of every thread, comes first: the other files are kept open
+// only with what the cap leaves once each known thread has its schedstat
+// (see keepOpen). A first sweep of many threads, which opens every file,
+// runs on every CPU (see sweepParallel).
 type ThreadReader struct {
 	fs     FS
 	pid    int
@@ -47,10 +54,14 @@ type ThreadReader struct {
 	// threads remembers, by tid, each thread's open files, name and
 	// affinity, so an unchanged name costs a comparison, not an allocation.
 	threads map[int]*threadFiles
-	// interned holds wchan values, which repeat across threads.
+	// interned holds wchan values and affinity lists, which repeat across
+	// threads.
 	interned map[string]string
-	// open counts cached descriptors; maxOpen caps them.
-	open, maxOpen int
+	// open counts cached descriptors, schedOpen those of schedstat;
+	// maxOpen caps them. sweepThreads is the larger of the thread count
+	// and the known threads when the sweep began (see keepOpen).
+	open, schedOpen, maxOpen int
+	sweepThreads             int
 
 	// ReadSyscall and ReadWChan switch the per-sleeping-thread files; both
 	// on by default.
@@ -215,42 +226,26 @@ func (r *ThreadReader) Read(dst []Thread) ([]Thread, error) {
 	r.seq++
 	r.pending = r.pending[:0]
 	want := r.threadCount()
+	r.sweepThreads = max(want, len(r.threads))
 	if len(r.threads) == 0 && want > 0 {
 		// The first sweep: size the table once rather than growing it.
 		r.threads = make(map[int]*threadFiles, want+want/8)
 		r.slab = make([]threadFiles, want)
 	}
 	zombies := 0
-	sweep := func(tids []int) []int {
-		alive := tids[:0]
-		for _, tid := range tids {
-			if tf := r.threads[tid]; tf != nil && tf.seen == r.seq {
-				continue // read in this sweep already
-			}
-			dst = append(dst, Thread{TID: tid, Syscall: SyscallUnknown})
-			t := &dst[len(dst)-1]
-			np := len(r.pending)
-			if err := r.readThread(t); err != nil {
-				dst = dst[:len(dst)-1]
-				r.pending = r.pending[:np]
-				continue
-			}
-			if len(r.pending) > np {
-				r.pending[np] = int32(len(dst) - 1 - start)
-			}
-			alive = append(alive, tid)
-			if t.State == 'Z' || t.State == 'X' {
-				zombies++
-			}
-		}
-		return alive
-	}
-	if r.known = sweep(r.known); want < 0 || len(r.known) != want || r.readAll {
+	firstSweep := len(r.threads) == 0
+	if dst, r.known, zombies = r.sweep(dst, start, r.known); want < 0 || len(r.known) != want || r.readAll {
 		tids, err := r.listTIDs()
 		if err != nil {
 			return dst[:start], err
 		}
-		sweep(tids)
+		z := 0
+		if workers := min(runtime.GOMAXPROCS(0), len(tids)/parallelSweepPart); firstSweep && workers > 1 {
+			dst, z = r.sweepParallel(dst, start, tids, workers)
+		} else {
+			dst, _, z = r.sweep(dst, start, tids)
+		}
+		zombies += z
 		r.known = append(r.known[:0], tids...)
 		r.lists++
 	}
@@ -268,6 +263,144 @@ func (r *ThreadReader) Read(dst []Thread) ([]Thread, error) {
 		return dst[:start], fmt.Errorf("pid %d: %w", r.pid, ErrProcessGone)
 	}
 	return dst, nil
+}
+
+// sweep reads the threads of tids that this sweep has not read yet,
+// appending them to dst; start is where Read's result begins in dst (the
+// base of the pending indexes). It returns dst, the threads read (in the
+// place of tids) and how many of them are zombies.
+func (r *ThreadReader) sweep(dst []Thread, start int, tids []int) ([]Thread, []int, int) {
+	alive := tids[:0]
+	zombies := 0
+	for _, tid := range tids {
+		if tf := r.threads[tid]; tf != nil && tf.seen == r.seq {
+			continue // read in this sweep already
+		}
+		dst = append(dst, Thread{TID: tid, Syscall: SyscallUnknown})
+		t := &dst[len(dst)-1]
+		np := len(r.pending)
+		if err := r.readThread(t); err != nil {
+			dst = dst[:len(dst)-1]
+			r.pending = r.pending[:np]
+			continue
+		}
+		if len(r.pending) > np {
+			r.pending[np] = int32(len(dst) - 1 - start)
+		}
+		alive = append(alive, tid)
+		if t.State == 'Z' || t.State == 'X' {
+			zombies++
+		}
+	}
+	return dst, alive, zombies
+}
+
+// parallelSweepPart is the fewest threads worth a goroutine of their own
+// in a first sweep, and the size of the pieces the goroutines take.
+const parallelSweepPart = 512
+
+// sweepParallel is the first sweep of a process with many threads, split
+// over workers goroutines. A first sweep opens every file of every thread,
+// the path lookup and the seq_file set-up of each open costing tens of
+// microseconds in the kernel (BenchmarkColdSweep): that work runs on every
+// CPU at once. The goroutines take pieces of parallelSweepPart threads in
+// turn rather than a fixed share each, so that one the scheduler leaves
+// waiting (the CPUs are shared with the target) does not hold up the
+// sweep. Each has its own buffers, table and share of the descriptor cap;
+// the threadFiles come from the block and the results go to dst, so
+// nothing is allocated per thread. Results are merged in listing order.
+// Later sweeps read mostly open descriptors and stay on one goroutine.
+func (r *ThreadReader) sweepParallel(dst []Thread, start int, tids []int, workers int) ([]Thread, int) {
+	type piece struct {
+		worker, n, zombies int
+		pending            [2]int // w.pending[pending[0]:pending[1]]
+	}
+	pieces := make([]piece, (len(tids)+parallelSweepPart-1)/parallelSweepPart)
+	// The pieces are read into their places in dst, then moved down over
+	// the threads that vanished.
+	first := len(dst)
+	dst = slices.Grow(dst, len(tids))[:first+len(tids)]
+	all := dst[first:]
+	if len(r.slab) < len(tids) {
+		r.slab = append(r.slab, make([]threadFiles, len(tids)-len(r.slab))...)
+	}
+	parts := make([]ThreadReader, workers)
+	free := max(r.maxOpen-r.open, 0)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for k := range parts {
+		w := &parts[k]
+		*w = *r
+		w.threads = make(map[int]*threadFiles, len(tids)/workers+len(tids)/8)
+		w.interned = map[string]string{}
+		w.affinity = nil
+		w.buf = make([]byte, len(r.buf))
+		w.pathBuf = make([]byte, 0, cap(r.pathBuf))
+		w.pending = nil
+		w.open, w.schedOpen, w.reused = 0, 0, 0
+		// The descriptor cap and the thread count keepOpen weighs it
+		// against, both divided evenly: the split of the cap between
+		// schedstat and the other files stays that of one sweep.
+		w.maxOpen = free / workers
+		w.sweepThreads = (len(tids) + workers - 1) / workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= len(pieces) {
+					return
+				}
+				lo, hi := c*parallelSweepPart, min((c+1)*parallelSweepPart, len(tids))
+				w.slab = r.slab[lo:hi:hi]
+				p := &pieces[c]
+				p.worker, p.pending[0] = k, len(w.pending)
+				out, _, z := w.sweep(all[lo:lo:hi], 0, tids[lo:hi])
+				p.n, p.zombies, p.pending[1] = len(out), z, len(w.pending)
+			}
+		}()
+	}
+	wg.Wait()
+	r.slab = r.slab[len(tids):]
+	zombies := 0
+	end := first
+	for c, p := range pieces {
+		base := int32(end - start)
+		for _, i := range parts[p.worker].pending[p.pending[0]:p.pending[1]] {
+			r.pending = append(r.pending, base+i)
+		}
+		lo := c * parallelSweepPart
+		end += copy(dst[end:], all[lo:lo+p.n])
+		zombies += p.zombies
+	}
+	dst = dst[:end]
+	for k := range parts {
+		w := &parts[k]
+		for tid, tf := range w.threads {
+			r.threads[tid] = tf
+		}
+		for _, s := range w.interned {
+			if len(r.interned) > 4096 {
+				break
+			}
+			r.interned[s] = s
+		}
+		for set, s := range w.affinity {
+			if r.affinity == nil {
+				r.affinity = map[unix.CPUSet]string{}
+			}
+			if len(r.affinity) < 256 {
+				r.affinity[set] = s
+			}
+		}
+		for f, m := range w.missing {
+			r.missing[f] = r.missing[f] || m
+		}
+		r.open += w.open
+		r.schedOpen += w.schedOpen
+		r.reused += w.reused
+	}
+	return dst, zombies
 }
 
 // threadCount is the process's thread count, the Threads line of
@@ -371,6 +504,11 @@ func (r *ThreadReader) readThread(t *Thread) error {
 	if r.OneSample {
 		return r.readOneSample(t, tf)
 	}
+	if tf.fds[fileSchedstat] < 0 && r.open-r.schedOpen > r.otherBudget() {
+		// The threads outgrew the cap: this thread's other files give
+		// way to its schedstat.
+		r.closeFiles(tf, fileSchedstat)
+	}
 	b, err := r.read(t.TID, tf, fileSchedstat)
 	if err == errVanished {
 		return err
@@ -379,10 +517,15 @@ func (r *ThreadReader) readThread(t *Thread) error {
 	if schedRead {
 		parseSchedstat(b, t)
 	}
-	// tf.valid implies the schedstat descriptor has stayed open since the
-	// last full read, so it is the same thread, not a new one under a
-	// reused tid. Timeslices is zero when the kernel keeps no scheduler
-	// statistics ("0 0 0"), which would make every thread look idle.
+	// It is the same thread, not a new one under a reused tid: either
+	// the schedstat descriptor has stayed open since the last full read
+	// (a descriptor of an exited thread fails, and closeFiles forgets the
+	// read), or, for a thread beyond the descriptor cap whose schedstat
+	// is opened afresh, all three counters equal the remembered ones: a
+	// new thread would have to match the old one's CPU time and run-queue
+	// wait to the nanosecond. Timeslices is zero when the kernel keeps no
+	// scheduler statistics ("0 0 0"), which would make every thread look
+	// idle.
 	if schedRead && tf.valid && !r.readAll && t.Timeslices != 0 &&
 		t.Timeslices == tf.last.Timeslices && t.RunTime == tf.last.RunTime && t.RunQueueWait == tf.last.RunQueueWait {
 		*t = tf.last
@@ -391,7 +534,6 @@ func (r *ThreadReader) readThread(t *Thread) error {
 		// holds a page of kernel memory (its seq_file buffer), charged to
 		// ctprof, and the other files are read only once it runs.
 		r.closeFiles(tf, fileSchedstat)
-		tf.valid = true
 		return nil
 	}
 	tf.valid = false
@@ -414,7 +556,7 @@ func (r *ThreadReader) readThread(t *Thread) error {
 	statusRead := false
 	if b, err = r.read(t.TID, tf, fileStatus); err == nil {
 		if cpus := parseStatus(b, t); string(cpus) != tf.cpus {
-			tf.cpus = string(cpus)
+			tf.cpus = r.internCPUs(cpus)
 		}
 		t.CPUsAllowed = tf.cpus
 		statusRead = true
@@ -432,13 +574,13 @@ func (r *ThreadReader) readThread(t *Thread) error {
 		// ReadWaits reads wchan and syscall, or not, and brings the
 		// carried-over copy up to date.
 		r.pending = append(r.pending, -1) // Read sets the index
-		if schedRead && statusRead && tf.fds[fileSchedstat] >= 0 {
+		if schedRead && statusRead {
 			tf.last, tf.valid = *t, true
 		}
 		return nil
 	}
 	r.readWaits(t, tf)
-	if schedRead && statusRead && tf.fds[fileSchedstat] >= 0 {
+	if schedRead && statusRead {
 		tf.last, tf.valid = *t, true
 	}
 	return nil
@@ -524,6 +666,20 @@ func cpuList(set *unix.CPUSet) string {
 		i = j + 1
 	}
 	return string(out)
+}
+
+// internCPUs returns an affinity list from status as a string shared by
+// the threads that have the same one (most have the process's), so a first
+// sweep does not allocate one per thread.
+func (r *ThreadReader) internCPUs(b []byte) string {
+	if s, ok := r.interned[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(r.interned) <= 4096 {
+		r.interned[s] = s
+	}
+	return s
 }
 
 // readWaits reads a sleeping thread's wait channel and system call.
@@ -672,13 +828,34 @@ func (r *ThreadReader) read(tid int, tf *threadFiles, file int) ([]byte, error) 
 		}
 		return nil, errVanished
 	}
-	if r.open < r.maxOpen {
+	if r.keepOpen(file) {
 		tf.fds[file] = int32(fd)
 		r.open++
+		if file == fileSchedstat {
+			r.schedOpen++
+		}
 	} else {
 		unix.Close(fd)
 	}
 	return b, nil
+}
+
+// keepOpen says whether a descriptor of file just opened may stay open.
+// schedstat is read of every thread on every tick, the others only of
+// threads that ran: a descriptor spent on another file while some thread's
+// schedstat has none would cost that thread an open and a close on every
+// tick. So the other files share only what the cap leaves once each
+// thread the sweep expects has its schedstat open.
+func (r *ThreadReader) keepOpen(file int) bool {
+	if r.open >= r.maxOpen {
+		return false
+	}
+	return file == fileSchedstat || r.open-r.schedOpen < r.otherBudget()
+}
+
+// otherBudget is how many descriptors files other than schedstat may hold.
+func (r *ThreadReader) otherBudget() int {
+	return r.maxOpen - min(r.sweepThreads, r.maxOpen)
 }
 
 // pread reads a whole /proc file from offset 0, growing the buffer when
@@ -700,15 +877,21 @@ func (r *ThreadReader) pread(fd int) ([]byte, error) {
 	}
 }
 
-// closeFiles closes a thread's cached descriptors but those of keep, and
-// forgets its last read.
+// closeFiles closes a thread's cached descriptors but those of keep. Unless
+// schedstat is kept it forgets the last read: a failed read of an open
+// descriptor (the thread exited) comes here.
 func (r *ThreadReader) closeFiles(tf *threadFiles, keep ...int) {
-	tf.valid = false
+	if !slices.Contains(keep, fileSchedstat) {
+		tf.valid = false
+	}
 	for i, fd := range tf.fds {
 		if fd >= 0 && !slices.Contains(keep, i) {
 			unix.Close(int(fd))
 			tf.fds[i] = -1
 			r.open--
+			if i == fileSchedstat {
+				r.schedOpen--
+			}
 		}
 	}
 }
