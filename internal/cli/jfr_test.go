@@ -17,20 +17,6 @@ import (
 	"github.com/ctprof/ctprof/internal/testjvm"
 )
 
-// jfrTestSettings records every lock wait (threshold 0) with its stack,
-// GCs, and a thread dump a second.
-const jfrTestSettings = `<?xml version="1.0" encoding="UTF-8"?>
-<configuration version="2.0" label="ctprof cli tests">
-  <event name="jdk.JavaMonitorEnter"><setting name="enabled">true</setting><setting name="stackTrace">true</setting><setting name="threshold">0 ms</setting></event>
-  <event name="jdk.JavaMonitorWait"><setting name="enabled">true</setting><setting name="stackTrace">true</setting><setting name="threshold">0 ms</setting></event>
-  <event name="jdk.ThreadPark"><setting name="enabled">true</setting><setting name="stackTrace">true</setting><setting name="threshold">0 ms</setting></event>
-  <event name="jdk.VirtualThreadPinned"><setting name="enabled">true</setting><setting name="stackTrace">true</setting><setting name="threshold">0 ms</setting></event>
-  <event name="jdk.GarbageCollection"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
-  <event name="jdk.ThreadDump"><setting name="enabled">true</setting><setting name="period">1 s</setting></event>
-  <event name="jdk.CPULoad"><setting name="enabled">true</setting><setting name="period">1 s</setting></event>
-</configuration>
-`
-
 var waitedLineRE = regexp.MustCompile(`(?m)^WAITED (\d+) (\d+)$`)
 
 // jfrRecording is a JfrLocks run's recording and the workload's own
@@ -46,8 +32,7 @@ type jfrRecording struct {
 // file and reads the workload's own waited total closest to the dump.
 func recordJfrLocks(t *testing.T, j testjvm.JDK, file string, window time.Duration, args ...string) jfrRecording {
 	t.Helper()
-	jfc := filepath.Join(t.TempDir(), "locks.jfc")
-	require.NoError(t, os.WriteFile(jfc, []byte(jfrTestSettings), 0o644))
+	jfc := testjvm.JFRLockSettingsFile(t)
 	p := testjvm.StartWith(t, j, "JfrLocks", testjvm.Options{JVMFlags: []string{
 		"-XX:StartFlightRecording=name=ctprof-test,settings=" + jfc,
 	}}, args...)
@@ -189,8 +174,7 @@ func TestAnalyzeJFRMatchesWorkload(t *testing.T) {
 // while mounted is reported from the recording.
 func TestAnalyzeJFRPinned(t *testing.T) {
 	j := testjvm.JDK25(t)
-	jfc := filepath.Join(t.TempDir(), "locks.jfc")
-	require.NoError(t, os.WriteFile(jfc, []byte(jfrTestSettings), 0o644))
+	jfc := testjvm.JFRLockSettingsFile(t)
 	p := testjvm.StartWith(t, j, "JfrPinned", testjvm.Options{JVMFlags: []string{
 		"--enable-native-access=ALL-UNNAMED", "-XX:StartFlightRecording=name=ctprof-test,settings=" + jfc,
 	}})

@@ -20,26 +20,12 @@ import (
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
-// jfrSettings records every lock wait (threshold 0) with stacks, GCs, and
-// a thread dump a second.
-const jfrSettings = `<?xml version="1.0" encoding="UTF-8"?>
-<configuration version="2.0" label="ctprof sample tests">
-  <event name="jdk.JavaMonitorEnter"><setting name="enabled">true</setting><setting name="stackTrace">true</setting><setting name="threshold">0 ms</setting></event>
-  <event name="jdk.JavaMonitorWait"><setting name="enabled">true</setting><setting name="stackTrace">true</setting><setting name="threshold">0 ms</setting></event>
-  <event name="jdk.ThreadPark"><setting name="enabled">true</setting><setting name="stackTrace">true</setting><setting name="threshold">0 ms</setting></event>
-  <event name="jdk.VirtualThreadPinned"><setting name="enabled">true</setting><setting name="stackTrace">true</setting><setting name="threshold">0 ms</setting></event>
-  <event name="jdk.GarbageCollection"><setting name="enabled">true</setting><setting name="threshold">0 ms</setting></event>
-  <event name="jdk.ThreadDump"><setting name="enabled">true</setting><setting name="period">1 s</setting></event>
-</configuration>
-`
-
 // record runs scenario on j with a recording, waits until its log has
 // `lines` more lines matching progress, and returns the JFR.dump file.
 func record(t *testing.T, j testjvm.JDK, scenario string, progress *regexp.Regexp, lines int) string {
 	t.Helper()
 	dir := t.TempDir()
-	jfc := filepath.Join(dir, "locks.jfc")
-	require.NoError(t, os.WriteFile(jfc, []byte(jfrSettings), 0o644))
+	jfc := testjvm.JFRLockSettingsFile(t)
 	p := testjvm.StartWith(t, j, scenario, testjvm.Options{JVMFlags: []string{
 		"-XX:StartFlightRecording=name=ctprof-test,settings=" + jfc,
 	}})
