@@ -150,6 +150,7 @@ func (a *Aggregator) Add(s *sample.Snapshot) {
 			a.errors++
 			a.warn(e)
 		}
+		a.addJFRPause(s)
 		a.addJFR(s)
 		return
 	}
@@ -230,6 +231,15 @@ func (a *Aggregator) addCost(s *sample.Snapshot) {
 			c.dumpMethods = map[string]int{}
 		}
 		c.dumpMethods[dc.Method]++
+	}
+	a.addJFRPause(s)
+}
+
+// addJFRPause counts the pause a JFR read caused among ctprof's pauses.
+func (a *Aggregator) addJFRPause(s *sample.Snapshot) {
+	if s.JFRPause > 0 {
+		a.cost.pause += s.JFRPause
+		a.cost.pauseKnown = true
 	}
 }
 

@@ -554,6 +554,7 @@ func TestWaitEventsRoundTripAndVersion2(t *testing.T) {
 			Stack: []threaddump.Frame{{Class: "app.Log", Method: "append", File: "Log.java", Line: 42}, {Class: "java.lang.Thread", Method: "run", Module: "java.base@17", Native: true}},
 		}},
 		GCPauses: []sample.GCPause{{Start: time.Unix(8, 9), Name: "G1New", Cause: "Allocation Failure", SumOfPauses: 3 * time.Millisecond, LongestPause: 2 * time.Millisecond}},
+		JFRPause: 250 * time.Microsecond,
 		Host:     &sample.Host{CPUs: 2},
 	}
 	for _, version := range []byte{2, FormatVersion} {
@@ -578,5 +579,6 @@ func TestWaitEventsRoundTripAndVersion2(t *testing.T) {
 		}
 		assert.Equal(t, snap.Waits, got[0].Waits)
 		assert.Equal(t, snap.GCPauses, got[0].GCPauses)
+		assert.Equal(t, snap.JFRPause, got[0].JFRPause)
 	}
 }

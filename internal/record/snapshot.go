@@ -181,6 +181,7 @@ func encodeWaits(e *encoder, s *sample.Snapshot) {
 			e.bool(f.Native)
 		}
 	}
+	e.duration(s.JFRPause)
 	e.uvarint(uint64(len(s.GCPauses)))
 	for _, g := range s.GCPauses {
 		e.varint(g.Start.UnixNano())
@@ -221,6 +222,7 @@ func decodeWaits(d *decoder, s *sample.Snapshot) {
 			s.Waits = append(s.Waits, w)
 		}
 	}
+	s.JFRPause = d.duration()
 	if n := d.count(5); n > 0 {
 		s.GCPauses = make([]sample.GCPause, 0, n)
 		for i := 0; i < n && d.err == nil; i++ {

@@ -124,7 +124,7 @@ func (s *Sampler) takeJFR(ctx context.Context, snap *Snapshot) {
 		}
 		return
 	}
-	b, err := st.rec.Read(ctx, every)
+	b, err := s.readJFR(ctx, st.rec, every, snap)
 	if err != nil {
 		if !errors.Is(err, procfs.ErrProcessGone) && ctx.Err() == nil {
 			snap.Errors = append(snap.Errors, "JFR read failed: "+err.Error())
@@ -135,6 +135,24 @@ func (s *Sampler) takeJFR(ctx context.Context, snap *Snapshot) {
 		return
 	}
 	s.addJFR(snap, b)
+}
+
+// readJFR reads the recording's new data and puts the pause the read
+// caused on snap: JFR.dump makes the JVM close its chunk at a safepoint,
+// and that pause is ctprof's as much as a thread dump's is (hsperfdata's
+// safepoint and sync time around the read; unknown without counters).
+func (s *Sampler) readJFR(ctx context.Context, rec *jvm.Recording, margin time.Duration, snap *Snapshot) ([]byte, error) {
+	before, berr := s.jvm.ReadPerfData()
+	b, err := rec.Read(ctx, margin)
+	if berr == nil {
+		if after, aerr := s.jvm.ReadPerfData(); aerr == nil {
+			a, p := after.Counters(), before.Counters()
+			if d := a.SafepointTime - p.SafepointTime + a.SafepointSyncTime - p.SafepointSyncTime; d > 0 {
+				snap.JFRPause += d
+			}
+		}
+	}
+	return b, err
 }
 
 // addJFR puts the waits and GC pauses of a read on snap.
@@ -177,8 +195,8 @@ func (s *Sampler) flushJFR(fn func(*Snapshot)) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	b, err := rec.Read(ctx, 0)
 	snap := &Snapshot{Time: time.Now(), Target: s.target, Interval: s.opts.Interval, Waits: []WaitEvent{}}
+	b, err := s.readJFR(ctx, rec, 0, snap)
 	if err != nil {
 		if !errors.Is(err, procfs.ErrProcessGone) {
 			snap.Errors = append(snap.Errors, "JFR read at the end failed: "+err.Error())

@@ -28,12 +28,19 @@ func TestSamplerJFRWaitsOnSnapshots(t *testing.T) {
 	var waits []WaitEvent
 	tids := map[int64]bool{}
 	name := ""
+	var reads, paused int
 	reason, err := s.Run(context.Background(), func(snap *Snapshot) {
 		if name == "" {
 			name = s.JFRRecording()
 		}
 		assert.Empty(t, snap.Errors)
 		waits = append(waits, snap.Waits...)
+		if snap.Waits != nil {
+			reads++
+			if snap.JFRPause > 0 {
+				paused++
+			}
+		}
 		for _, th := range snap.Threads {
 			tids[int64(th.TID)] = true
 		}
@@ -72,4 +79,8 @@ func TestSamplerJFRWaitsOnSnapshots(t *testing.T) {
 	assert.Positive(t, byKind["wait"], "%v", byKind)
 	assert.Positive(t, byKind["synchronizer"], "%v", byKind)
 	assert.Equal(t, len(waits), joined, "every waiter is a /proc thread of the run")
+	// Each read is a JFR.dump, which closes a chunk at a safepoint: the
+	// pause is measured and counted as ctprof's (no dumps in this run).
+	require.Positive(t, reads)
+	assert.Equal(t, reads, paused, "every read's pause is known")
 }

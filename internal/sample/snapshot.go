@@ -58,6 +58,9 @@ type Snapshot struct {
 	// batch; GCPauses its garbage collections. Nil without a recording.
 	Waits    []WaitEvent
 	GCPauses []GCPause
+	// JFRPause is the safepoint time this tick's read of the JFR
+	// recording cost the JVM (JFR.dump), when known; zero otherwise.
+	JFRPause time.Duration
 	// CPULoads are the JVM's own CPU load samples from a .jfr file (a
 	// live run has /proc's figures instead, and does not record them).
 	CPULoads []CPULoad
