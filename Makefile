@@ -113,6 +113,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench VersusProcessExporter -benchtime 30x -count 3 ./internal/metrics/
 	$(GO) test -run '^$$' -bench OneShotVersusJcmd -benchtime 7x -timeout 30m ./internal/sample/
 	$(GO) test -run '^$$' -bench ColdSweep -benchmem -count 3 ./internal/procfs/
+	$(GO) test -run '^$$' -bench Attach10kThreads -benchtime 3x -timeout 30m ./internal/sample/
 
 demo: deps build
 	@bash scripts/demo.sh
