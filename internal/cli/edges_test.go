@@ -180,8 +180,24 @@ func startCtprof(t *testing.T, wrap []string, stdout *os.File, args ...string) *
 		}
 		p.done <- cmd.Wait()
 	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill() }) // our child, by pid; a no-op once reaped
+	t.Cleanup(func() { stopChild(cmd.Process) })
 	return p
+}
+
+// stopChild ends our child, by pid: SIGTERM first, which ctprof takes as
+// the end of its run and which timeout(1), when it wraps ctprof, passes on
+// to it (SIGKILL would orphan the ctprof under it, still running), then
+// SIGKILL if it is still there after 10 s. A no-op once it has been reaped.
+func stopChild(proc *os.Process) {
+	if proc.Signal(syscall.SIGTERM) != nil {
+		return // already reaped
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if syscall.Kill(proc.Pid, 0) != nil {
+			return // exited and reaped by the reader goroutine's Wait
+		}
+	}
+	_ = proc.Kill()
 }
 
 // waitLine waits for a line of standard error containing s.
