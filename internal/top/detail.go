@@ -59,16 +59,26 @@ func (m *Model) lockDetail() (string, []string) {
 		b = append(b, fmt.Sprintf("  %d addresses over the run (moved by the GC)", len(l.Addresses)))
 	}
 	b = append(b, "")
-	if l.Owner == nil {
-		b = append(b, "Owner: unknown (for j.u.c. locks run with --locks)")
-	} else {
-		b = append(b, "Owner: "+clean(*l.Owner))
+	// The owner (or releaser) is the one of the dump with the most
+	// waiters, which in a long run need not be the latest dump.
+	switch {
+	case l.Owner != nil:
+		b = append(b, "Owner: "+clean(*l.Owner)+"  (in the dump with the most waiters)")
 		if l.OwnerFrame != nil {
 			b = append(b, "  runs      "+clean(*l.OwnerFrame))
 		}
 		if l.OwnerLockFrame != nil {
 			b = append(b, "  locked in "+clean(*l.OwnerLockFrame))
 		}
+	case l.Releaser != nil:
+		b = append(b, "Nobody holds it; "+clean(*l.Releaser)+" runs the same code without waiting")
+		if l.ReleaserFrame != nil {
+			b = append(b, "  runs      "+clean(*l.ReleaserFrame))
+		}
+	case l.Resource == "synchronizer":
+		b = append(b, "Owner: unknown (for j.u.c. locks run with --locks)")
+	default:
+		b = append(b, "Owner: none the dump names")
 	}
 	if len(l.OwnerFrames) > 0 {
 		b = append(b, "Owner's frames while holding it (samples):")
@@ -76,7 +86,7 @@ func (m *Model) lockDetail() (string, []string) {
 	}
 	if l.Owner != nil {
 		if frames, ok := m.stacks.thread(0, *l.Owner); ok {
-			b = append(b, "Owner's stack in the latest dump:")
+			b = append(b, clean(*l.Owner)+"'s stack in the latest dump:")
 			b = append(b, stackLines(frames)...)
 		}
 	}
