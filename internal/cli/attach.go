@@ -35,10 +35,8 @@ type AttachOptions struct {
 	Port     int
 	Format   string
 	Top      int
-	// JVM targets: thread dumps.
-	JVM jvmFlags
-	// JFR records JVM lock waits with Flight Recorder.
-	JFR jfrFlags
+	// JVM targets: thread dumps, and Flight Recorder with --jfr.
+	JVM liveJVMFlags
 	// Record appends every sample to this recording (ctprof report).
 	Record string
 	// Listen, when set, serves Prometheus metrics of the run there;
@@ -132,9 +130,6 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 			if err := opts.JVM.validate(); err != nil {
 				return err
 			}
-			if err := opts.JFR.validate(); err != nil {
-				return err
-			}
 			switch {
 			case opts.Duration < 0:
 				return usageErrorf("--duration must not be negative (0: until Ctrl-C or the target exits), not %s", opts.Duration)
@@ -169,7 +164,6 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 	f.StringVarP(&opts.Format, "format", "f", "text", "summary format: text or json")
 	f.IntVar(&opts.Top, "top", 10, "rows per table in the text summary")
 	opts.JVM.register(f)
-	opts.JFR.register(f)
 	opts.Out.register(f)
 	f.StringVar(&opts.Record, "record", "", "also append every sample to this recording file, for ctprof report")
 	f.StringVar(&opts.Listen, "listen", "", "serve Prometheus metrics at this address while sampling (e.g. 127.0.0.1:9901)")
@@ -185,7 +179,7 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 		ctx = context.Background()
 	}
 	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Duration: opts.Duration, Count: opts.Count, Port: opts.Port,
-		JVM: opts.JFR.apply(opts.JVM.options())})
+		JVM: opts.JVM.options()})
 	if err != nil {
 		return err
 	}

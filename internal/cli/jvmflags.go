@@ -9,7 +9,7 @@ import (
 )
 
 // jvmFlags are the thread-dump flags of every command that samples live
-// JVMs (attach, serve).
+// JVMs (attach, serve, top, scale).
 type jvmFlags struct {
 	NoDumps      bool
 	DumpInterval time.Duration
@@ -44,3 +44,25 @@ func (j *jvmFlags) validate() error {
 func (j *jvmFlags) options() sample.JVMOptions {
 	return sample.JVMOptions{NoDumps: j.NoDumps, DumpEvery: j.DumpInterval, PauseBudget: j.PauseBudget / 100, DumpToFile: j.DumpMode == "file", Locks: j.Locks}
 }
+
+// liveJVMFlags are jvmFlags and the Flight Recorder flags (jfrflags.go),
+// for the commands that watch one live run: attach, serve and top. (scale
+// profiles each level with dumps only.)
+type liveJVMFlags struct {
+	jvmFlags
+	JFR jfrFlags
+}
+
+func (l *liveJVMFlags) register(f *pflag.FlagSet) {
+	l.jvmFlags.register(f)
+	l.JFR.register(f)
+}
+
+func (l *liveJVMFlags) validate() error {
+	if err := l.jvmFlags.validate(); err != nil {
+		return err
+	}
+	return l.JFR.validate()
+}
+
+func (l *liveJVMFlags) options() sample.JVMOptions { return l.JFR.apply(l.jvmFlags.options()) }

@@ -62,15 +62,18 @@ meanwhile, how its threads group into pools, and which threads are stuck.
 
 It works three ways, all through the same analysis:
   attach   sample a live process (/proc per thread, futex waits, connections,
-           and for a JVM thread dumps over the attach protocol; no JDK needed)
+           and for a JVM thread dumps over the attach protocol, with --jfr
+           exact lock waits from Flight Recorder; no JDK needed)
   analyze  read thread dumps people already have (jstack, jcmd Thread.print,
-           kill -3 in a log, Thread.dump_to_file, OpenJ9 javacores)
+           kill -3 in a log, Thread.dump_to_file, OpenJ9 javacores) and
+           JFR recordings (.jfr)
   report   replay a recording made with attach --record
 and answers in plain words (findings first), JSON for scripts, an offline
 HTML report with a flame graph (--html), and pprof, folded and speedscope
-profiles. serve exports Prometheus metrics of live processes; fit and scale
-fit Amdahl's law and the Universal Scalability Law to throughput
-measurements; ps lists processes worth profiling.
+profiles. top is a live terminal view of one process; serve exports
+Prometheus metrics of live processes; fit and scale fit Amdahl's law and
+the Universal Scalability Law to throughput measurements; ps lists
+processes worth profiling.
 
 Exit codes: 0 success, 1 failure (unreadable input, target gone, file not
 written), 2 usage error (unknown flag, bad argument).`

@@ -37,8 +37,7 @@ type ServeOptions struct {
 	// exited.
 	Discovery time.Duration
 	// JVM tunes the thread dumps of JVM targets.
-	JVM      jvmFlags
-	JFR      jfrFlags // Flight Recorder recordings of JVM lock waits
+	JVM      liveJVMFlags
 	ProcRoot string
 
 	// onListen, when set, is told the bound address (tests listen on
@@ -109,9 +108,6 @@ func NewCmdServe(io IO, runF func(*ServeOptions) error) *cobra.Command {
 			if err := opts.JVM.validate(); err != nil {
 				return err
 			}
-			if err := opts.JFR.validate(); err != nil {
-				return err
-			}
 			for _, pid := range opts.PIDs {
 				if pid <= 0 {
 					return usageErrorf("--pid %d is not a process id", pid)
@@ -149,7 +145,6 @@ func NewCmdServe(io IO, runF func(*ServeOptions) error) *cobra.Command {
 	f.DurationVarP(&opts.Interval, "interval", "i", time.Second, "time between samples of each target")
 	f.IntVar(&opts.Port, "port", 0, "count only connections to this local server port")
 	opts.JVM.register(f)
-	opts.JFR.register(f)
 	f.StringVar(&opts.Listen, "listen", metrics.DefaultAddr, "address to serve metrics on (host:port; :port for all interfaces)")
 	f.StringVar(&opts.WebConfigFile, "web.config.file", "", "Prometheus exporter-toolkit web configuration: TLS and basic auth")
 	f.IntVar(&opts.Top, "top", metrics.DefaultTop, "locks, pools and waking pools with series of their own per target; the rest are summed as \"other\"")
@@ -361,7 +356,7 @@ func (ts *serveTargets) matches(pid int) bool {
 
 // start begins sampling pid in its own goroutine.
 func (ts *serveTargets) start(ctx context.Context, pid int, explicit bool) {
-	s, err := sample.NewSampler(sample.Options{PID: pid, Interval: ts.opts.Interval, Port: ts.opts.Port, ProcRoot: ts.fs.Root(), JVM: ts.opts.JFR.apply(ts.opts.JVM.options())})
+	s, err := sample.NewSampler(sample.Options{PID: pid, Interval: ts.opts.Interval, Port: ts.opts.Port, ProcRoot: ts.fs.Root(), JVM: ts.opts.JVM.options()})
 	if err != nil {
 		switch {
 		case explicit:

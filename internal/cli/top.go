@@ -29,8 +29,7 @@ type TopOptions struct {
 	Name     string
 	Interval time.Duration
 	Port     int
-	JVM      jvmFlags
-	JFR      jfrFlags // Flight Recorder: exact waits in the lock pane
+	JVM      liveJVMFlags
 	// HTML is where the r key writes the report; empty: a new file in the
 	// current directory named after the target.
 	HTML string
@@ -88,9 +87,6 @@ func NewCmdTop(io IO, runF func(*TopOptions) error) *cobra.Command {
 			if err := opts.JVM.validate(); err != nil {
 				return err
 			}
-			if err := opts.JFR.validate(); err != nil {
-				return err
-			}
 			if opts.Port < 0 || opts.Port > 65535 {
 				return usageErrorf("--port must be between 0 and 65535, not %d", opts.Port)
 			}
@@ -115,7 +111,6 @@ func NewCmdTop(io IO, runF func(*TopOptions) error) *cobra.Command {
 	f.StringVar(&opts.HTML, "html", "", "where r writes the HTML report (default: ctprof-top-PID-TIME.html in the current directory)")
 	f.IntVar(&opts.Top, "top", 10, "rows per table in the summary printed after quitting")
 	opts.JVM.register(f)
-	opts.JFR.register(f)
 	return cmd
 }
 
@@ -130,7 +125,7 @@ func topRun(ctx context.Context, opts *TopOptions) error {
 	if !ok || !isTerminal(out) {
 		return errNotTerminal
 	}
-	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Port: opts.Port, JVM: opts.JFR.apply(opts.JVM.options())})
+	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Port: opts.Port, JVM: opts.JVM.options()})
 	if err != nil {
 		return err
 	}
