@@ -27,7 +27,10 @@ func BenchmarkThreadSweep(b *testing.B) {
 
 	// ctprof as every tick runs it: idle threads carried over. "files/thread"
 	// is what a sweep actually read.
-	sweep := func(readAll bool) func(b *testing.B) {
+	// "ctprof" leaves threads idle on their last reads out of three sweeps
+	// in four (see ThreadReader.readThread); "ctprof-every-thread" reads
+	// each on every sweep (as a run's last sweep does).
+	sweep := func(readAll, everyThread bool) func(b *testing.B) {
 		return func(b *testing.B) {
 			r, err := NewFS("/proc").NewThreadReader(p.PID)
 			if err != nil {
@@ -39,6 +42,12 @@ func BenchmarkThreadSweep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			// Idle threads are left out once idle on idleSkipAfter reads.
+			for range idleSkipAfter {
+				if buf, err = r.Read(buf[:0]); err != nil {
+					b.Fatal(err)
+				}
+			}
 			files := 0
 			for _, th := range buf {
 				files += 3 // stat, status, schedstat
@@ -46,11 +55,12 @@ func BenchmarkThreadSweep(b *testing.B) {
 					files += 2 // wchan, syscall
 				}
 			}
-			reusedBefore := r.Reused()
+			reusedBefore, skippedBefore := r.Reused(), r.Skipped()
 			b.ReportAllocs()
 			b.ResetTimer()
 			n := 0
 			for i := 0; i < b.N; i++ {
+				r.Final = everyThread
 				buf, err = r.Read(buf[:0])
 				if err != nil {
 					b.Fatal(err)
@@ -59,16 +69,18 @@ func BenchmarkThreadSweep(b *testing.B) {
 			}
 			b.StopTimer()
 			// A carried-over thread (always a sleeping one) read schedstat
-			// and skipped stat, status, wchan and syscall.
-			read := float64(files)*float64(b.N) - 4*float64(r.Reused()-reusedBefore)
+			// and skipped stat, status, wchan and syscall; one left unread
+			// read none of the five.
+			read := float64(files)*float64(b.N) - 4*float64(r.Reused()-reusedBefore) - 5*float64(r.Skipped()-skippedBefore)
 			perThread := float64(b.Elapsed().Nanoseconds()) / float64(n)
 			b.ReportMetric(perThread, "ns/thread")
 			b.ReportMetric(read/float64(n), "files/thread")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/read, "ns/thread-file")
 		}
 	}
-	b.Run("ctprof", sweep(false))
-	b.Run("ctprof-every-file", sweep(true))
+	b.Run("ctprof", sweep(false, false))
+	b.Run("ctprof-every-thread", sweep(false, true))
+	b.Run("ctprof-every-file", sweep(true, false))
 
 	b.Run("gopsutil-Threads", func(b *testing.B) {
 		proc, err := process.NewProcess(int32(p.PID))

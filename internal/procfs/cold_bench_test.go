@@ -54,26 +54,40 @@ func BenchmarkColdSweep(b *testing.B) {
 	}
 	b.Run("first-tick", cold(false))
 	b.Run("one-sample", cold(true))
-	b.Run("warm", func(b *testing.B) {
-		r, err := fs.NewThreadReader(p.PID)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer r.Close()
-		buf, err := r.Read(nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		n := 0
-		for i := 0; i < b.N; i++ {
-			if buf, err = r.Read(buf[:0]); err != nil {
+	// A later tick of one reader: "warm" as ticks run (idle threads read
+	// one tick in idleStride once idle for idleSkipAfter reads), and
+	// "warm-every-thread" with every thread read (a run's last tick).
+	warm := func(everyThread bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			r, err := fs.NewThreadReader(p.PID)
+			if err != nil {
 				b.Fatal(err)
 			}
-			n += len(buf)
+			defer r.Close()
+			buf, err := r.Read(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Idle threads are left out once idle on idleSkipAfter reads.
+			for range idleSkipAfter {
+				if buf, err = r.Read(buf[:0]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			n := 0
+			for i := 0; i < b.N; i++ {
+				r.Final = everyThread
+				if buf, err = r.Read(buf[:0]); err != nil {
+					b.Fatal(err)
+				}
+				n += len(buf)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/thread")
+			b.ReportMetric(float64(b.Elapsed())/float64(time.Millisecond)/float64(b.N), "ms/sweep")
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/thread")
-		b.ReportMetric(float64(b.Elapsed())/float64(time.Millisecond)/float64(b.N), "ms/sweep")
-	})
+	}
+	b.Run("warm", warm(false))
+	b.Run("warm-every-thread", warm(true))
 }

@@ -177,3 +177,53 @@ func TestParallelFirstSweepMatchesTheListing(t *testing.T) {
 		return nil
 	}))
 }
+
+// Readers of several targets (serve samples each JVM it finds) share one
+// file limit: together they keep no more descriptors open than the cap,
+// and what one closes another may use.
+func TestReadersOfSeveralTargetsShareTheDescriptorCap(t *testing.T) {
+	const sleepers, allOpen = 150, 200
+	a := testnative.Start(t, "many_threads", strconv.Itoa(sleepers))
+	b := testnative.Start(t, "many_threads", strconv.Itoa(sleepers))
+	held := heldFDs.Load()
+	ra, err := NewFS("/proc").NewThreadReader(a.PID)
+	require.NoError(t, err)
+	defer ra.Close()
+	rb, err := NewFS("/proc").NewThreadReader(b.PID)
+	require.NoError(t, err)
+	defer rb.Close()
+	ra.allOpen, rb.allOpen = allOpen+int(held), allOpen+int(held)
+
+	for i := range 3 {
+		ta, err := ra.Read(nil)
+		require.NoError(t, err)
+		require.Len(t, ta, sleepers+1)
+		tb, err := rb.Read(nil)
+		require.NoError(t, err)
+		require.Len(t, tb, sleepers+1, "threads beyond the shared cap are still read")
+		fa, fb := 0, 0
+		for _, n := range openTaskFiles(t, a.PID) {
+			fa += n
+		}
+		for _, n := range openTaskFiles(t, b.PID) {
+			fb += n
+		}
+		assert.LessOrEqual(t, fa+fb, allOpen, "descriptors of both readers")
+		assert.Equal(t, fa, ra.open)
+		assert.Equal(t, fb, rb.open)
+		if i > 0 {
+			// The first reader's threads are idle by now and keep only
+			// schedstat open.
+			assert.Greater(t, fb, 0, "the second reader got what the first left")
+		}
+	}
+	ra.Close()
+	assert.Zero(t, openTaskFiles(t, a.PID)["schedstat"], "Close releases every descriptor")
+	_, err = rb.Read(nil)
+	require.NoError(t, err)
+	fb := 0
+	for _, n := range openTaskFiles(t, b.PID) {
+		fb += n
+	}
+	assert.Greater(t, fb, allOpen-sleepers-1, "what the first reader released goes to the second")
+}

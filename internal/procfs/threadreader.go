@@ -35,6 +35,11 @@ import (
 // only with what the cap leaves once each known thread has its schedstat
 // (see keepOpen). A first sweep of many threads, which opens every file,
 // runs on every CPU (see sweepParallel).
+//
+// In a process of idleSkipThreads threads or more, a thread found idle on
+// idleSkipAfter reads in a row is read only every idleStride-th sweep
+// (see readThread): reading schedstat costs about 2 µs of kernel time, and
+// a server with 10,000 threads has mostly idle ones.
 type ThreadReader struct {
 	fs     FS
 	pid    int
@@ -62,6 +67,10 @@ type ThreadReader struct {
 	// and the known threads when the sweep began (see keepOpen).
 	open, schedOpen, maxOpen int
 	sweepThreads             int
+	// allOpen caps the descriptors all the process's readers keep
+	// (heldFDs): serve samples several targets at once, a reader each,
+	// under one file limit.
+	allOpen int
 
 	// ReadSyscall and ReadWChan switch the per-sleeping-thread files; both
 	// on by default.
@@ -93,6 +102,14 @@ type ThreadReader struct {
 	OneSample bool
 	// affinity interns the affinity lists sched_getaffinity gives.
 	affinity map[unix.CPUSet]string
+	// Final makes the next sweep read every thread, idle ones included:
+	// the run's last sample, whose cumulative counters the summary's
+	// totals come from. Read turns it off.
+	Final bool
+	// skipIdle says this sweep may leave idle threads unread (see
+	// readThread); skipped counts the threads so left.
+	skipIdle bool
+	skipped  int
 	// slab hands out the first sweep's threadFiles from one block, so
 	// reading thousands of threads the first time does not allocate per
 	// thread. Later threads get their own (a block outlives the last of
@@ -129,6 +146,12 @@ const (
 // fdReserve is how many descriptors the sweep leaves to the rest of ctprof.
 const fdReserve = 512
 
+// heldFDs counts the descriptors every ThreadReader of the process keeps
+// open. Each reader's own cap is the file limit less fdReserve; without a
+// count over all of them, serve sampling two 10,000-thread JVMs would
+// take every descriptor, and the next accept or open would fail.
+var heldFDs atomic.Int64
+
 var threadFileNames = [numThreadFiles]string{"stat", "status", "schedstat", "wchan", "syscall"}
 
 type threadFiles struct {
@@ -139,10 +162,23 @@ type threadFiles struct {
 	fds   [numThreadFiles]int32 // -1: not open
 
 	// last is what the previous full read of a sleeping thread found;
-	// valid says it may be carried over (see readThread).
+	// valid says it may be carried over (see readThread). idle counts the
+	// reads in a row since then that found the thread had not run.
 	last  Thread
 	valid bool
+	idle  uint8
 }
+
+// Reading idle threads less often (see readThread).
+const (
+	// idleSkipThreads is the fewest threads a process has before its idle
+	// threads are read less often: below it a sweep costs little.
+	idleSkipThreads = 1000
+	// idleSkipAfter is how many reads in a row must find a thread idle.
+	idleSkipAfter = 2
+	// idleStride: such a thread is read on one sweep in idleStride.
+	idleStride = 4
+)
 
 // NewThreadReader opens /proc/<pid>/task. It returns ErrProcessGone when the
 // process does not exist and ErrPermission when it may not be listed.
@@ -167,6 +203,7 @@ func (f FS) NewThreadReader(pid int) (*ThreadReader, error) {
 		threads:     map[int]*threadFiles{},
 		interned:    map[string]string{},
 		maxOpen:     maxOpen,
+		allOpen:     maxOpen,
 		statusFD:    -1,
 		ReadSyscall: true,
 		ReadWChan:   true,
@@ -234,6 +271,13 @@ func (r *ThreadReader) Read(dst []Thread) ([]Thread, error) {
 	}
 	zombies := 0
 	firstSweep := len(r.threads) == 0
+	// Idle threads may be left unread only when the thread count says no
+	// thread started or exited since the last sweep: a thread that exits
+	// while unread stays in the result until its next read (at most
+	// idleStride-1 sweeps), since a count that moved makes every thread
+	// read, its read fails, and the directory is listed.
+	r.skipIdle = !r.readAll && !r.Final && !r.OneSample && !firstSweep &&
+		want >= idleSkipThreads && want == len(r.known)
 	if dst, r.known, zombies = r.sweep(dst, start, r.known); want < 0 || len(r.known) != want || r.readAll {
 		tids, err := r.listTIDs()
 		if err != nil {
@@ -257,7 +301,7 @@ func (r *ThreadReader) Read(dst []Thread) ([]Thread, error) {
 			delete(r.threads, tid)
 		}
 	}
-	r.OneSample = false
+	r.OneSample, r.Final = false, false
 	n := len(dst) - start
 	if n == 0 && !r.fs.Exists(r.pid) || n > 0 && zombies == n {
 		return dst[:start], fmt.Errorf("pid %d: %w", r.pid, ErrProcessGone)
@@ -504,6 +548,18 @@ func (r *ThreadReader) readThread(t *Thread) error {
 	if r.OneSample {
 		return r.readOneSample(t, tf)
 	}
+	// A thread that did not run on its last idleSkipAfter reads is read on
+	// one sweep in idleStride (which one depends on the tid, so each sweep
+	// reads a quarter of them) and carried over in between. What it did
+	// meanwhile shows at its next read: a rate of its context switches
+	// lands up to idleStride-1 sweeps late, cumulative counters and the
+	// totals of a run (its last sweep reads every thread, see Final) are
+	// exact. A thread that runs is read on every sweep.
+	if r.skipIdle && tf.valid && tf.idle >= idleSkipAfter && (r.seq+uint64(t.TID))%idleStride != 0 {
+		*t = tf.last
+		r.skipped++
+		return nil
+	}
 	if tf.fds[fileSchedstat] < 0 && r.open-r.schedOpen > r.otherBudget() {
 		// The threads outgrew the cap: this thread's other files give
 		// way to its schedstat.
@@ -530,13 +586,16 @@ func (r *ThreadReader) readThread(t *Thread) error {
 		t.Timeslices == tf.last.Timeslices && t.RunTime == tf.last.RunTime && t.RunQueueWait == tf.last.RunQueueWait {
 		*t = tf.last
 		r.reused++
+		if tf.idle < idleSkipAfter {
+			tf.idle++
+		}
 		// An idle thread keeps only schedstat open: each open /proc file
 		// holds a page of kernel memory (its seq_file buffer), charged to
 		// ctprof, and the other files are read only once it runs.
 		r.closeFiles(tf, fileSchedstat)
 		return nil
 	}
-	tf.valid = false
+	tf.valid, tf.idle = false, 0
 	if b, err = r.read(t.TID, tf, fileStat); err != nil {
 		return err
 	}
@@ -769,6 +828,11 @@ func (r *ThreadReader) newThreadFiles() *threadFiles {
 // (the other files' values were carried over).
 func (r *ThreadReader) Reused() int { return r.reused }
 
+// Skipped is how many thread reads since the reader was opened were left
+// out because the thread had been idle (see readThread); their values
+// were carried over.
+func (r *ThreadReader) Skipped() int { return r.skipped }
+
 func (r *ThreadReader) intern(b []byte) string {
 	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == 0) {
 		b = b[:len(b)-1]
@@ -831,6 +895,7 @@ func (r *ThreadReader) read(tid int, tf *threadFiles, file int) ([]byte, error) 
 	if r.keepOpen(file) {
 		tf.fds[file] = int32(fd)
 		r.open++
+		heldFDs.Add(1)
 		if file == fileSchedstat {
 			r.schedOpen++
 		}
@@ -847,7 +912,7 @@ func (r *ThreadReader) read(tid int, tf *threadFiles, file int) ([]byte, error) 
 // tick. So the other files share only what the cap leaves once each
 // thread the sweep expects has its schedstat open.
 func (r *ThreadReader) keepOpen(file int) bool {
-	if r.open >= r.maxOpen {
+	if r.open >= r.maxOpen || heldFDs.Load() >= int64(r.allOpen) {
 		return false
 	}
 	return file == fileSchedstat || r.open-r.schedOpen < r.otherBudget()
@@ -889,6 +954,7 @@ func (r *ThreadReader) closeFiles(tf *threadFiles, keep ...int) {
 			unix.Close(int(fd))
 			tf.fds[i] = -1
 			r.open--
+			heldFDs.Add(-1)
 			if i == fileSchedstat {
 				r.schedOpen--
 			}

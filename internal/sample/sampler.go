@@ -425,6 +425,11 @@ func (s *Sampler) Run(ctx context.Context, fn func(*Snapshot)) (StopReason, erro
 			return StopInterrupted, nil
 		case <-timer.C:
 		}
+		// The run's last sample reads every thread, so that the totals
+		// include what idle threads read less often did since their last
+		// read (see procfs.ThreadReader.Final).
+		s.threads.Final = s.opts.Count > 0 && n+1 >= s.opts.Count ||
+			!deadline.IsZero() && next.Add(s.opts.Interval).After(deadline)
 		snap, err := s.Take(ctx)
 		if err != nil {
 			if errors.Is(err, procfs.ErrProcessGone) {
