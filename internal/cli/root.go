@@ -131,7 +131,9 @@ func register(newCmd func(IO) *cobra.Command) { commands = append(commands, newC
 func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	root := NewRootCmd(IO{In: in, Out: out, ErrOut: errOut})
 	root.SetArgs(args)
+	stopProfiles := startDevProfiles(errOut)
 	err := root.Execute()
+	stopProfiles()
 	if err == nil {
 		return ExitOK
 	}
