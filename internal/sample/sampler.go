@@ -210,7 +210,14 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 	s.threads.DeferWaits = dumping
 	threads, err := s.threads.Read(make([]OSThread, 0, s.lastN+16))
 	if dumped != nil {
-		<-dumped
+		select {
+		case <-dumped:
+		default:
+			// The dump is still being taken: read the target's mappings
+			// meanwhile, which naming its futexes needs after the dump.
+			s.sym.Prefetch()
+			<-dumped
+		}
 	}
 	if jvmErr != nil {
 		return nil, jvmErr
