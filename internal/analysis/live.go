@@ -39,6 +39,8 @@ type osAgg struct {
 	// javaNames remembers the Java thread behind each OS thread from the
 	// latest dump, so /proc samples between dumps carry Java names too.
 	java map[int]javaInfo
+	// javaGen counts the dumps java was filled from.
+	javaGen int
 
 	// live is the sum of last-base over threads, kept as they change, so
 	// the process total costs no walk over thousands of threads.
@@ -94,7 +96,14 @@ func countersOf(t *sample.OSThread) counters {
 }
 
 type osThreadAgg struct {
-	name string
+	// key is the thread's entry in osAgg.threads; comm and javaGen are
+	// the OS name and the dump (osAgg.javaGen) name, pool and javaState
+	// were last taken from, so that a tick looks them up only when one
+	// changed.
+	key     osKey
+	comm    string
+	javaGen int
+	name    string
 	// pool is PoolName(name), kept so a Summary of thousands of threads
 	// does not recompute it for every thread on every scrape.
 	pool string
@@ -178,13 +187,22 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 	if tick.dump != nil {
 		// A new dump: refresh the tid → Java thread map.
 		clear(o.java)
+		o.javaGen++
 		for tid, jt := range tick.byTID {
 			o.java[tid] = javaInfo{name: jt.Name, state: jt.State}
 		}
 	}
 	o.lastThreads = len(s.Threads)
 	o.osStates = map[string]int{}
+	// The sweep lists threads in the same order tick after tick, so the
+	// previous tick's thread at the same place is usually this one: a
+	// 10,000-thread sample then costs no lookup in the table per thread.
+	prev := o.cur
 	o.cur = o.cur[:0]
+	if len(o.threads) == 0 {
+		o.threads = make(map[osKey]*osThreadAgg, len(s.Threads))
+	}
+	seenNow := 0
 	running := 0
 	for i := range s.Threads {
 		t := &s.Threads[i]
@@ -194,26 +212,37 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 		}
 		k := osKey{t.TID, t.StartTime}
 		c := countersOf(t)
-		ta := o.threads[k]
+		var ta *osThreadAgg
+		if i < len(prev) && prev[i].key == k && prev[i].seenAt == n-1 {
+			ta = prev[i] // read before append overwrites prev[i]
+		} else {
+			ta = o.threads[k]
+		}
 		if ta == nil {
-			ta = &osThreadAgg{firstT: s.Time}
+			ta = &osThreadAgg{key: k, firstT: s.Time}
 			if n == 1 {
 				ta.base = c // it ran before the run started
 			}
 			ta.last = ta.base
 			o.threads[k] = ta
 		}
-		if name := o.name(t.TID, t.Name); name != ta.name || ta.pool == "" {
-			ta.name, ta.pool = name, PoolName(name)
+		if ta.seenAt != n {
+			seenNow++
+		}
+		if ta.javaGen != o.javaGen || ta.comm != t.Name || ta.pool == "" {
+			if name := o.name(t.TID, t.Name); name != ta.name || ta.pool == "" {
+				ta.name, ta.pool = name, PoolName(name)
+			}
+			if j, ok := o.java[t.TID]; ok {
+				ta.javaState = j.state
+			}
+			ta.comm, ta.javaGen = t.Name, o.javaGen
 		}
 		o.cur = append(o.cur, ta)
 		o.live = o.live.add(c.sub(ta.last))
 		ta.last, ta.lstT, ta.seenAt = c, s.Time, n
 		ta.seen++
 		ta.policy, ta.rtPriority, ta.nice, ta.cpusAllowed, ta.state, ta.processor = t.Policy, t.RTPriority, t.Nice, t.CPUsAllowed, t.State, t.Processor
-		if j, ok := o.java[t.TID]; ok {
-			ta.javaState = j.state
-		}
 		if t.Sleeping() {
 			ta.sleeping++
 			if procfs.TimedWait(t) || ta.javaState == threaddump.StateTimedWaiting {
@@ -225,6 +254,9 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 	// Threads not seen in this sample exited: fold their counters into the
 	// totals and forget them, so memory follows the live thread count.
 	for k, ta := range o.threads {
+		if seenNow == len(o.threads) {
+			break // every thread was seen: no walk over 10,000 entries
+		}
 		if ta.seenAt != n {
 			d := ta.last.sub(ta.base)
 			o.exited = o.exited.add(d)

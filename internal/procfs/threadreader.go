@@ -49,10 +49,16 @@ type ThreadReader struct {
 	buf     []byte
 	pathBuf []byte
 	tids    []int
-	// known are the threads the last sweep found, in listing order; lists
-	// counts the times the directory was listed (see Read).
-	known []int
-	lists int
+	// known are the threads the last sweep found, in listing order, and
+	// knownFiles their entries of threads (nil where unknown), so that a
+	// sweep of the known threads looks none up; lists counts the times
+	// the directory was listed (see Read).
+	known      []int
+	knownFiles []*threadFiles
+	lists      int
+	// marked counts the threads this sweep has read (their seen set), so
+	// that a sweep in which none exited skips the walk over threads.
+	marked int
 	// statusFD is /proc/<pid>/status, for the thread count.
 	statusFD int
 
@@ -102,6 +108,12 @@ type ThreadReader struct {
 	OneSample bool
 	// affinity interns the affinity lists sched_getaffinity gives.
 	affinity map[unix.CPUSet]string
+	// LeaveCPU keeps one CPU out of a parallel first sweep (see
+	// sweepParallel): the sampler sets it while a thread dump is under
+	// way, since the JVM prints the dump on one thread of its own, which
+	// a sweep on every CPU would take turns with, and the dump, not the
+	// sweep, is what the sample waits for.
+	LeaveCPU bool
 	// Final makes the next sweep read every thread, idle ones included:
 	// the run's last sample, whose cumulative counters the summary's
 	// totals come from. Read turns it off.
@@ -155,6 +167,10 @@ var heldFDs atomic.Int64
 var threadFileNames = [numThreadFiles]string{"stat", "status", "schedstat", "wchan", "syscall"}
 
 type threadFiles struct {
+	// tid is the thread's; gone says the entry left the table (the
+	// thread exited), so that a stale knownFiles entry is not used.
+	tid   int
+	gone  bool
 	start uint64
 	name  string
 	cpus  string
@@ -278,27 +294,43 @@ func (r *ThreadReader) Read(dst []Thread) ([]Thread, error) {
 	// read, its read fails, and the directory is listed.
 	r.skipIdle = !r.readAll && !r.Final && !r.OneSample && !firstSweep &&
 		want >= idleSkipThreads && want == len(r.known)
-	if dst, r.known, zombies = r.sweep(dst, start, r.known); want < 0 || len(r.known) != want || r.readAll {
+	r.marked = 0
+	if dst, r.known, r.knownFiles, zombies = r.sweep(dst, start, r.known, r.knownFiles); want < 0 || len(r.known) != want || r.readAll {
 		tids, err := r.listTIDs()
 		if err != nil {
 			return dst[:start], err
 		}
+		// The listing is what the next sweep reads (a thread that exits
+		// meanwhile fails its read then); sweep compacts tids in place.
+		listed := append(r.known[:0], tids...)
 		z := 0
-		if workers := min(runtime.GOMAXPROCS(0), len(tids)/parallelSweepPart); firstSweep && workers > 1 {
+		cpus := runtime.GOMAXPROCS(0)
+		if r.LeaveCPU {
+			cpus--
+		}
+		if workers := min(cpus, len(tids)/parallelSweepPart); firstSweep && workers > 1 {
 			dst, z = r.sweepParallel(dst, start, tids, workers)
+			r.marked += len(tids)
 		} else {
-			dst, _, z = r.sweep(dst, start, tids)
+			dst, _, _, z = r.sweep(dst, start, tids, nil)
 		}
 		zombies += z
-		r.known = append(r.known[:0], tids...)
+		r.known = listed
+		r.knownFiles = slices.Grow(r.knownFiles[:0], len(listed))[:len(listed)]
+		for i, tid := range listed {
+			r.knownFiles[i] = r.threads[tid]
+		}
 		r.lists++
 	}
 	// Close the files of threads that exited, so descriptors and memory
 	// follow the live set.
-	for tid, tf := range r.threads {
-		if tf.seen != r.seq {
-			r.closeFiles(tf)
-			delete(r.threads, tid)
+	if r.marked != len(r.threads) {
+		for tid, tf := range r.threads {
+			if tf.seen != r.seq {
+				r.closeFiles(tf)
+				tf.gone = true
+				delete(r.threads, tid)
+			}
 		}
 	}
 	r.OneSample, r.Final = false, false
@@ -311,19 +343,36 @@ func (r *ThreadReader) Read(dst []Thread) ([]Thread, error) {
 
 // sweep reads the threads of tids that this sweep has not read yet,
 // appending them to dst; start is where Read's result begins in dst (the
-// base of the pending indexes). It returns dst, the threads read (in the
-// place of tids) and how many of them are zombies.
-func (r *ThreadReader) sweep(dst []Thread, start int, tids []int) ([]Thread, []int, int) {
+// base of the pending indexes). files, when not nil, holds the threads'
+// entries in the place of tids (see knownFiles). It returns dst, the
+// threads read and their entries (in the place of tids and files), and
+// how many of them are zombies.
+func (r *ThreadReader) sweep(dst []Thread, start int, tids []int, files []*threadFiles) ([]Thread, []int, []*threadFiles, int) {
 	alive := tids[:0]
+	aliveFiles := files[:0]
 	zombies := 0
-	for _, tid := range tids {
-		if tf := r.threads[tid]; tf != nil && tf.seen == r.seq {
+	for i, tid := range tids {
+		var tf *threadFiles
+		if files != nil {
+			tf = files[i]
+		}
+		if tf == nil || tf.gone || tf.tid != tid {
+			tf = r.threads[tid]
+		}
+		if tf != nil && tf.seen == r.seq {
 			continue // read in this sweep already
 		}
 		dst = append(dst, Thread{TID: tid, Syscall: SyscallUnknown})
 		t := &dst[len(dst)-1]
 		np := len(r.pending)
-		if err := r.readThread(t); err != nil {
+		if tf == nil {
+			tf = r.newThreadFiles()
+			tf.tid = tid
+			r.threads[tid] = tf
+		}
+		tf.seen = r.seq
+		r.marked++
+		if err := r.readThread(t, tf); err != nil {
 			dst = dst[:len(dst)-1]
 			r.pending = r.pending[:np]
 			continue
@@ -332,11 +381,14 @@ func (r *ThreadReader) sweep(dst []Thread, start int, tids []int) ([]Thread, []i
 			r.pending[np] = int32(len(dst) - 1 - start)
 		}
 		alive = append(alive, tid)
+		if files != nil {
+			aliveFiles = append(aliveFiles, tf)
+		}
 		if t.State == 'Z' || t.State == 'X' {
 			zombies++
 		}
 	}
-	return dst, alive, zombies
+	return dst, alive, aliveFiles, zombies
 }
 
 // parallelSweepPart is the fewest threads worth a goroutine of their own
@@ -399,7 +451,7 @@ func (r *ThreadReader) sweepParallel(dst []Thread, start int, tids []int, worker
 				w.slab = r.slab[lo:hi:hi]
 				p := &pieces[c]
 				p.worker, p.pending[0] = k, len(w.pending)
-				out, _, z := w.sweep(all[lo:lo:hi], 0, tids[lo:hi])
+				out, _, _, z := w.sweep(all[lo:lo:hi], 0, tids[lo:hi], nil)
 				p.n, p.zombies, p.pending[1] = len(out), z, len(w.pending)
 			}
 		}()
@@ -538,13 +590,7 @@ func (r *ThreadReader) goneOr(err error) error {
 // not been given a CPU yet still shows its sleeping state (it becomes R
 // one scheduling latency later), and a name, nice value or affinity
 // another thread set on a sleeping thread shows once it runs.
-func (r *ThreadReader) readThread(t *Thread) error {
-	tf := r.threads[t.TID]
-	if tf == nil {
-		tf = r.newThreadFiles()
-		r.threads[t.TID] = tf
-	}
-	tf.seen = r.seq
+func (r *ThreadReader) readThread(t *Thread, tf *threadFiles) error {
 	if r.OneSample {
 		return r.readOneSample(t, tf)
 	}
