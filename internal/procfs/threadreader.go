@@ -108,12 +108,6 @@ type ThreadReader struct {
 	OneSample bool
 	// affinity interns the affinity lists sched_getaffinity gives.
 	affinity map[unix.CPUSet]string
-	// LeaveCPU keeps one CPU out of a parallel first sweep (see
-	// sweepParallel): the sampler sets it while a thread dump is under
-	// way, since the JVM prints the dump on one thread of its own, which
-	// a sweep on every CPU would take turns with, and the dump, not the
-	// sweep, is what the sample waits for.
-	LeaveCPU bool
 	// Final makes the next sweep read every thread, idle ones included:
 	// the run's last sample, whose cumulative counters the summary's
 	// totals come from. Read turns it off.
@@ -304,11 +298,7 @@ func (r *ThreadReader) Read(dst []Thread) ([]Thread, error) {
 		// meanwhile fails its read then); sweep compacts tids in place.
 		listed := append(r.known[:0], tids...)
 		z := 0
-		cpus := runtime.GOMAXPROCS(0)
-		if r.LeaveCPU {
-			cpus--
-		}
-		if workers := min(cpus, len(tids)/parallelSweepPart); firstSweep && workers > 1 {
+		if workers := min(runtime.GOMAXPROCS(0), len(tids)/parallelSweepPart); firstSweep && workers > 1 {
 			dst, z = r.sweepParallel(dst, start, tids, workers)
 			r.marked += len(tids)
 		} else {
