@@ -3,6 +3,7 @@ package sample
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,4 +111,37 @@ func TestNewSamplerErrors(t *testing.T) {
 	_, err := NewSampler(Options{PID: 1 << 22})
 	assert.True(t, errors.Is(err, procfs.ErrProcessGone), "%v", err)
 	assert.Contains(t, err.Error(), "no process with pid")
+}
+
+// A run's last sample reads every thread, idle ones included, so that the
+// totals are exact although a big process's idle threads are read one
+// tick in four before it (procfs.ThreadReader.Final): for --count and for
+// --duration.
+func TestRunReadsEveryThreadOnItsLastSample(t *testing.T) {
+	p := testnative.Start(t, "idle_pool", "1200")
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"count", Options{Count: 10}},
+		{"duration", Options{Duration: 1900 * time.Millisecond}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.opts
+			o.PID, o.Interval = p.PID, 200*time.Millisecond
+			s, err := NewSampler(o)
+			require.NoError(t, err)
+			defer s.Close()
+			var skipped []int
+			last := 0
+			_, err = s.Run(context.Background(), func(*Snapshot) {
+				skipped = append(skipped, s.threads.Skipped()-last)
+				last = s.threads.Skipped()
+			})
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, len(skipped), 8, "samples")
+			assert.Greater(t, slices.Max(skipped[:len(skipped)-1]), 600, "idle threads were left unread before the last sample: %v", skipped)
+			assert.Zero(t, skipped[len(skipped)-1], "the last sample read every thread: %v", skipped)
+		})
+	}
 }
