@@ -387,7 +387,7 @@ func decodeSnapshot(d *decoder, prev threadState, key bool) (*sample.Snapshot, t
 		text := d.bytes()
 		if d.err == nil {
 			s.DumpText = append([]byte{}, text...)
-			if dumps, err := threaddump.ParseBytes(s.DumpText); err == nil && len(dumps) > 0 {
+			if dumps, err := threaddump.ParseOwnedBytes(s.DumpText); err == nil && len(dumps) > 0 {
 				s.Dump = dumps[len(dumps)-1]
 			}
 		}

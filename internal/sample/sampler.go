@@ -298,7 +298,7 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot) error {
 		s.nextDump = snap.Time.Add(max(o.DumpEvery, 5*s.opts.Interval))
 		return nil
 	}
-	d, err := threaddump.ParseBytes(res.Text)
+	d, err := threaddump.ParseOwnedBytes(res.Text) // res.Text is ours and never changes: kept read-only as snap.DumpText
 	if err == nil {
 		d = s.settleNames(d, res.Text, snap)
 	}

@@ -1,6 +1,7 @@
 package threaddump
 
 import (
+	"hash/maphash"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,12 @@ type hotspotParser struct {
 	threads slab[Thread]
 	frames  slab[Frame]
 	locks   slab[LockEvent]
+
+	// runHash hashes the lines of the frames run being read (see
+	// shareFrames); stacks maps such hashes to the first run that had them,
+	// so that threads with identical stacks share one Frames slice.
+	runHash uint64
+	stacks  map[uint64][]Frame
 
 	// cur is the index (relative to threads.start) of the thread whose
 	// stack is being read, or -1.
@@ -91,8 +98,11 @@ type suspectSpan struct {
 
 func newHotspotParser(text string) *hotspotParser {
 	p := &hotspotParser{text: text, cur: -1}
-	// Size the slabs from cheap counts so that they rarely grow.
-	p.frames.reserve(strings.Count(text, "\tat ") + 16)
+	// Size the slabs from cheap counts so that they rarely grow. The frame
+	// slab is bounded: threads with identical stacks share one run (see
+	// shareFrames), so in a thread explosion a small part of the frames
+	// printed is kept, and the slab grows in large steps when it is not.
+	p.frames.reserve(min(strings.Count(text, "\tat ")+16, maxFrameReserve))
 	p.locks.reserve(strings.Count(text, "\t- ") + 16)
 	p.threads.reserve(strings.Count(text, "\n\"") + 4)
 	return p
@@ -279,7 +289,7 @@ func (p *hotspotParser) thread() *Thread {
 // slabs.
 func (p *hotspotParser) finishThread() {
 	if t := p.thread(); t != nil {
-		t.Frames = p.frames.take()
+		t.Frames = p.shareFrames(p.frames.take())
 		t.Locks = p.locks.take()
 		resolveHiddenWait(t)
 		if t.Mounted != nil {
@@ -364,7 +374,76 @@ func (p *hotspotParser) newThread(rawName, rest string, line int) {
 	}
 	p.inStack = true
 	p.frames.begin()
+	p.runHash = runHashSeed
 	p.locks.begin()
+}
+
+// maxFrameReserve bounds the frame slab reserved up front (80 bytes a
+// frame): a 10,000-thread dump prints some 300,000 frames, most of them in
+// stacks that other threads have too.
+const maxFrameReserve = 8192
+
+// runHashSeed starts the hash of a frames run. The hash only picks a
+// candidate; shareFrames compares the frames themselves.
+const runHashSeed = 14695981039346656037
+
+// lineSeed seeds the hash of frame lines.
+var lineSeed = maphash.MakeSeed()
+
+// hashLine mixes one frame line (the text after "at ") into a run's hash.
+// Equal lines parse to equal frames, so equal runs of lines hash alike
+// (the line ending and the indent are not part of s); the rare equal
+// frames printed differently ("Unknown Source" and "Compiled Code" both
+// give no file) hash apart and are just not shared.
+func hashLine(h uint64, s string) uint64 {
+	return (h ^ maphash.String(lineSeed, s)) * 1099511628211
+}
+
+// shareFrames returns run, the frames just taken from the slab, or the
+// frames of an earlier thread of this input that are equal to them: in a
+// thread explosion thousands of threads have the same stack, and keeping
+// it once saves most of the parse's memory. When an earlier run is used,
+// the slab space of run is given back (run is always the last run of the
+// slab's current array, even when the slab moved it while it grew).
+//
+// Sharing is safe because nothing writes into a Thread's Frames after the
+// parse (checked in every package of ctprof: frames are read, copied by
+// value, or the slice is replaced, never assigned through an index), and
+// every run has cap == len, so an append by a caller copies rather than
+// overwriting a neighbour.
+func (p *hotspotParser) shareFrames(run []Frame) []Frame {
+	if len(run) == 0 {
+		return run
+	}
+	h := p.runHash
+	if p.stacks == nil {
+		p.stacks = map[uint64][]Frame{}
+	}
+	prev, ok := p.stacks[h]
+	if !ok {
+		p.stacks[h] = run
+		return run
+	}
+	if !equalFrames(prev, run) {
+		return run // a hash collision: keep the first run as the candidate
+	}
+	if n := len(p.frames.buf); n >= len(run) && &p.frames.buf[n-len(run)] == &run[0] {
+		p.frames.buf = p.frames.buf[:n-len(run)]
+		p.frames.start = len(p.frames.buf)
+	}
+	return prev
+}
+
+func equalFrames(a, b []Frame) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // headerSplit finds the closing quote of a thread name on a header line and
@@ -561,6 +640,7 @@ func (p *hotspotParser) frameLine(s string) {
 		return
 	}
 	p.frames.add(f)
+	p.runHash = hashLine(p.runHash, s)
 }
 
 func parseFrame(s string) Frame {
@@ -1022,15 +1102,21 @@ type slab[T any] struct {
 
 func (s *slab[T]) reserve(n int) { s.buf = make([]T, 0, n) }
 
+// maxSlabStep bounds the growth of a slab (elements): the unused end of the
+// last array is at most this.
+const maxSlabStep = 65536
+
 // begin starts a new run at the current end.
 func (s *slab[T]) begin() { s.start = len(s.buf) }
 
 // add appends v to the current run, moving the run to a fresh array when the
-// current one is full (runs handed out earlier keep their old array).
+// current one is full (runs handed out earlier keep their old array). The
+// arrays double up to maxSlabStep elements, so that a slab reserved small
+// does not grow by a few runs at a time.
 func (s *slab[T]) add(v T) {
 	if len(s.buf) == cap(s.buf) {
 		run := len(s.buf) - s.start
-		n := make([]T, run, 2*run+256)
+		n := make([]T, run, max(2*run+256, min(2*cap(s.buf), maxSlabStep)))
 		copy(n, s.buf[s.start:])
 		s.buf, s.start = n, 0
 	}

@@ -116,6 +116,10 @@ type Thread struct {
 	// ("Carrying virtual thread #N" / "Mounted virtual thread #N"); 0 if none.
 	CarryingVirtual int64
 
+	// Frames is the stack, top frame first. It is read-only: threads with
+	// identical stacks in one parsed input may share one slice (the HotSpot
+	// parser keeps each distinct stack once). Its cap equals its len, so an
+	// append makes a copy.
 	Frames []Frame
 	// Locks are the lock lines of the stack in order, each tied to the frame
 	// it was printed under.

@@ -55,6 +55,14 @@ func ParseBytes(b []byte) ([]*Dump, error) {
 	return ParseString(string(b))
 }
 
+// ParseOwnedBytes is ParseBytes without the copy: the returned model shares
+// memory with b (its strings point into it), so b must never change
+// afterwards. For a caller that owns b and keeps it read-only, such as a
+// dump just read from a JVM: a 10,000-thread dump is some 16 MB.
+func ParseOwnedBytes(b []byte) ([]*Dump, error) {
+	return ParseString(unsafe.String(unsafe.SliceData(b), len(b)))
+}
+
 // ParseString is Parse on a string. The returned model shares memory with s.
 func ParseString(s string) ([]*Dump, error) {
 	text, err := decodeString(s)
