@@ -289,27 +289,34 @@ func (i *Info) request(ctx context.Context, version int, cmd string, args ...str
 	if _, err := conn.Write(req.Bytes()); err != nil {
 		return nil, i.ioError("send", err)
 	}
-	// Read straight into the reply's buffer, sized from the last reply: a
-	// dump of thousands of threads is megabytes, and growing a buffer
-	// chunk by chunk would copy it several times.
+	// Read straight into a buffer sized from the last reply: a dump of
+	// thousands of threads is megabytes. A reply that outgrows it goes on
+	// in further chunks, assembled once at the exact size: a buffer that
+	// doubles would copy the reply several times and keep up to twice its
+	// size alive for as long as the dump is (the parsed dump points into it).
 	hint := i.lastReply[cmd]
-	out := bytes.NewBuffer(make([]byte, 0, max(hint+hint/4, 64<<10)))
+	cur := make([]byte, 0, max(hint+hint/4, 64<<10))
+	var full [][]byte // chunks filled before cur
+	total := 0
 	defer func() {
 		if i.lastReply == nil {
 			i.lastReply = map[string]int{}
 		}
-		i.lastReply[cmd] = out.Len()
+		i.lastReply[cmd] = total
 	}()
 	for {
 		// A large dump of a loaded JVM may pause between chunks; 30 s
 		// without a byte means the JVM is not answering.
 		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-		if out.Available() < 32<<10 {
-			out.Grow(max(out.Len()/2, 64<<10))
+		if len(cur) == cap(cur) {
+			full = append(full, cur)
+			// Chunks grow with the reply (few reads, few chunks), up to
+			// 4 MB so that the last one's unused end stays small.
+			cur = make([]byte, 0, min(max(total, 64<<10), 4<<20))
 		}
-		buf := out.AvailableBuffer()
-		n, err := conn.Read(buf[:cap(buf)])
-		out.Write(buf[:n])
+		n, err := conn.Read(cur[len(cur):cap(cur)])
+		cur = cur[:len(cur)+n]
+		total += n
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -319,11 +326,18 @@ func (i *Info) request(ctx context.Context, version int, cmd string, args ...str
 			}
 			return nil, i.ioError("read the reply", err)
 		}
-		if out.Len() > maxReply {
+		if total > maxReply {
 			return nil, fmt.Errorf("%w: the reply exceeds %d MB", ErrAttachFailed, maxReply>>20)
 		}
 	}
-	b := out.Bytes()
+	b := cur
+	if len(full) > 0 {
+		b = make([]byte, 0, total)
+		for _, c := range full {
+			b = append(b, c...)
+		}
+		b = append(b, cur...)
+	}
 	nl := bytes.IndexByte(b, '\n')
 	if nl < 0 {
 		nl = len(b)
