@@ -136,25 +136,28 @@ const maxStackGroups = 20
 
 func stackGroups(d *threaddump.Dump) []StackGroup {
 	type group struct {
-		g   StackGroup
-		key string
+		g StackGroup
 	}
 	by := map[string]*group{}
 	var order []*group
+	// The key is built in a reused buffer and looked up without a copy;
+	// only a new group allocates its key.
+	var key []byte
 	for i := range d.Threads {
 		t := &d.Threads[i]
 		if len(t.Frames) == 0 {
 			continue
 		}
-		k := string(t.State) + "|" + stackKey(t)
-		g := by[k]
+		key = append(append(key[:0], t.State...), '|')
+		key = appendStackKey(key, t)
+		g := by[string(key)]
 		if g == nil {
 			frames := make([]string, 0, len(t.Frames))
 			for _, f := range t.Frames {
 				frames = append(frames, f.String())
 			}
-			g = &group{key: k, g: StackGroup{State: stateName(t.State), Frames: frames}}
-			by[k] = g
+			g = &group{g: StackGroup{State: stateName(t.State), Frames: frames}}
+			by[string(key)] = g
 			order = append(order, g)
 		}
 		g.g.Threads++

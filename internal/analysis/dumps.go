@@ -2,6 +2,8 @@ package analysis
 
 import (
 	"fmt"
+	"hash/maphash"
+	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,11 +48,14 @@ type threadAgg struct {
 	firstElapsed, lastElaps time.Duration
 	firstTime, lastTime     time.Time
 	hasCPU                  bool
-	stack                   string
-	sameStack               bool
-	state                   threaddump.State
-	topFrame                string
-	waitOwner               string
+	// stack is stackHash of the thread's frames in its first dump, only
+	// compared with later ones (a key string per thread would cost as
+	// much as the stack: 10,000 threads of 30 frames, some 13 MB).
+	stack     uint64
+	sameStack bool
+	state     threaddump.State
+	topFrame  string
+	waitOwner string
 }
 
 // FoldedStack counts one distinct stack (root first) over all dumps.
@@ -322,17 +327,29 @@ func (a *Aggregator) addJavaThreads(d *threaddump.Dump, when time.Time, seq int,
 	if when.IsZero() {
 		when = d.Time
 	}
+	// Threads of one dump often share one Frames slice (the parser keeps
+	// identical stacks once): each is hashed once.
+	hashes := map[stackRef]uint64{}
 	for i := range d.Threads {
 		t := &d.Threads[i]
 		k := threadKey{name: t.Name, id: t.ID, os: t.OSThreadID}
 		ta := a.jthreads[k]
-		stack := stackKey(t)
-		top := ""
+		var stack uint64
 		if len(t.Frames) > 0 {
-			top = t.Frames[0].String()
+			r := stackRef{&t.Frames[0], len(t.Frames)}
+			h, ok := hashes[r]
+			if !ok {
+				h = stackHash(t.Frames)
+				hashes[r] = h
+			}
+			stack = h
 		}
 		owner := waitOwner[t]
 		if ta == nil {
+			top := ""
+			if len(t.Frames) > 0 {
+				top = t.Frames[0].String()
+			}
 			ta = &threadAgg{firstCPU: t.CPU, firstElapsed: t.Elapsed, firstTime: when, hasCPU: t.HasCPU, stack: stack, sameStack: true, state: t.State, topFrame: top, waitOwner: owner}
 			a.jthreads[k] = ta
 		} else if stack != ta.stack || t.State != ta.state || owner != ta.waitOwner {
@@ -352,9 +369,36 @@ func (a *Aggregator) addJavaThreads(d *threaddump.Dump, when time.Time, seq int,
 	}
 }
 
-func stackKey(t *threaddump.Thread) string {
-	var buf [512]byte
-	b := buf[:0]
+// stackRef identifies a Frames slice by its memory, to hash a slice that
+// threads share once.
+type stackRef struct {
+	first *threaddump.Frame
+	n     int
+}
+
+// stackSeed seeds stackHash; the hashes are only compared within the process.
+var stackSeed = maphash.MakeSeed()
+
+// stackFrame is what makes two stacks the same for stackHash and
+// appendStackKey: each frame's class, method and line.
+type stackFrame struct {
+	class, method string
+	line          int
+}
+
+// stackHash hashes the class, method and line of every frame, in order.
+// Empty stacks hash to 0.
+func stackHash(frames []threaddump.Frame) uint64 {
+	var h uint64
+	for _, f := range frames {
+		x := maphash.Comparable(stackSeed, stackFrame{f.Class, f.Method, f.Line})
+		h = (bits.RotateLeft64(h, 29) ^ x) * 0x9e3779b97f4a7c15
+	}
+	return h
+}
+
+// appendStackKey appends the frames' "Class.method:line;" sequence to b.
+func appendStackKey(b []byte, t *threaddump.Thread) []byte {
 	for _, f := range t.Frames {
 		b = append(b, f.Class...)
 		b = append(b, '.')
@@ -363,7 +407,7 @@ func stackKey(t *threaddump.Thread) string {
 		b = strconv.AppendInt(b, int64(f.Line), 10)
 		b = append(b, ';')
 	}
-	return string(b)
+	return b
 }
 
 func (a *Aggregator) addStacks(d *threaddump.Dump, waitsOn map[*threaddump.Thread]string) {
