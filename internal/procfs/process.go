@@ -110,3 +110,13 @@ func (f FS) CheckJVM(pid int) (bool, error) {
 	}
 	return bytes.Contains(b, []byte("/libjvm.so")) || bytes.Contains(b, []byte("/libj9vm")), nil
 }
+
+// MapsJVM is CheckJVM on mappings already read (see Maps).
+func MapsJVM(maps []Mapping) bool {
+	for _, m := range maps {
+		if strings.Contains(m.Path, "/libjvm.so") || strings.Contains(m.Path, "/libj9vm") {
+			return true
+		}
+	}
+	return false
+}

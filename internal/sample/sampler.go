@@ -138,7 +138,13 @@ func NewSampler(opts Options) (*Sampler, error) {
 
 		droppedFutexes: map[string]int{},
 	}
-	if fs.IsJVM(opts.PID) {
+	// The mappings tell a JVM (libjvm.so) and name futex addresses later:
+	// one read serves both.
+	maps, err := fs.Maps(opts.PID)
+	if err == nil {
+		s.sym.UseMaps(maps)
+	}
+	if err == nil && procfs.MapsJVM(maps) {
 		s.target.Kind = KindJVM
 		info, err := jvm.Inspect(opts.ProcRoot, opts.PID)
 		switch {
