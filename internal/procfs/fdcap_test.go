@@ -227,3 +227,37 @@ func TestReadersOfSeveralTargetsShareTheDescriptorCap(t *testing.T) {
 	}
 	assert.Greater(t, fb, allOpen-sleepers-1, "what the first reader released goes to the second")
 }
+
+// fdSize is the size of this process's descriptor table (FDSize in
+// /proc/self/status).
+func fdSize(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "FDSize:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatal("no FDSize in /proc/self/status")
+	return 0
+}
+
+// The descriptor table is grown in one step to what a first sweep will
+// open, and the descriptor that grew it is not left open.
+func TestGrowFDTableGrowsItOnceAndLeavesNothingOpen(t *testing.T) {
+	before := fdSize(t)
+	open, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	want := 2*before + 1
+	f, err := os.Open("/proc/self/status")
+	require.NoError(t, err)
+	defer f.Close()
+	growFDTable(int(f.Fd()), want)
+	assert.GreaterOrEqual(t, fdSize(t), want)
+	after, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	assert.Len(t, after, len(open)+1, "only the file the test opened")
+}
