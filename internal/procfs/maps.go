@@ -12,7 +12,11 @@ type Mapping struct {
 	Start, End uint64
 	Perms      string
 	Offset     uint64
-	Inode      uint64
+	// DevMajor and DevMinor name the device of a mapped file, Inode its
+	// inode: together they tell whether a file opened later is the one
+	// mapped (see openMapped).
+	DevMajor, DevMinor uint32
+	Inode              uint64
 	// Path is the mapped file as the target sees it, a pseudo name such as
 	// "[heap]" or "[stack]", or "" for anonymous memory.
 	Path string
@@ -73,6 +77,9 @@ func parseMapsLine(l []byte) (Mapping, bool) {
 	m.Start, m.End = hexu(fields[0][:dash]), hexu(fields[0][dash+1:])
 	m.Perms = permsString(fields[1])
 	m.Offset = hexu(fields[2])
+	if colon := bytes.IndexByte(fields[3], ':'); colon > 0 {
+		m.DevMajor, m.DevMinor = uint32(hexu(fields[3][:colon])), uint32(hexu(fields[3][colon+1:]))
+	}
 	m.Inode = atou(fields[4])
 	m.Path = string(bytes.TrimSpace(rest))
 	return m, m.End > m.Start

@@ -95,7 +95,7 @@ func TestParseMaps(t *testing.T) {
 	maps, err := parseMaps([]byte(in))
 	require.NoError(t, err)
 	require.Len(t, maps, 5)
-	assert.Equal(t, Mapping{Start: 0x55adb7aca000, End: 0x55adb7acb000, Perms: "rw-p", Offset: 0x3000, Inode: 1234, Path: "/tmp/app"}, maps[1])
+	assert.Equal(t, Mapping{Start: 0x55adb7aca000, End: 0x55adb7acb000, Perms: "rw-p", Offset: 0x3000, DevMajor: 0xfe, DevMinor: 1, Inode: 1234, Path: "/tmp/app"}, maps[1])
 	assert.Equal(t, "", maps[2].Path)
 	assert.False(t, maps[2].FileBacked())
 	assert.Equal(t, "[heap]", maps[3].Path)

@@ -239,18 +239,17 @@ func (s *Symbolizer) module(path string, first Mapping) *elfModule {
 	}
 	em := &elfModule{}
 	s.modules[path] = em
-	// Open the file as the target sees it (its mount namespace); a deleted
-	// file is still reachable through map_files.
-	file := s.fs.pidPath(s.pid, "root", strings.TrimSuffix(path, " (deleted)"))
-	if first.Deleted() {
-		file = s.fs.pidPath(s.pid, "map_files", fmt.Sprintf("%x-%x", first.Start, first.End))
-	}
-	f, err := elf.Open(file)
+	file, err := openMapped(s.fs, s.pid, first)
 	if err != nil {
 		em.err = err
 		return em
 	}
-	defer f.Close()
+	defer file.Close()
+	f, err := elf.NewFile(file)
+	if err != nil {
+		em.err = err
+		return em
+	}
 	// The bias maps the ELF's virtual addresses to the process's: the
 	// first mapping maps file offset first.Offset, which the PT_LOAD
 	// segment containing it places at a known virtual address.
@@ -264,32 +263,6 @@ func (s *Symbolizer) module(path string, first Mapping) *elfModule {
 			break
 		}
 	}
-	add := func(syms []elf.Symbol) {
-		for _, sym := range syms {
-			if len(em.syms) >= maxSymbols {
-				return
-			}
-			typ := elf.ST_TYPE(sym.Info)
-			if sym.Value == 0 || sym.Name == "" || sym.Section == elf.SHN_UNDEF ||
-				typ != elf.STT_OBJECT && typ != elf.STT_FUNC && typ != elf.STT_NOTYPE {
-				continue
-			}
-			em.syms = append(em.syms, elfSymbol{value: sym.Value, size: sym.Size, name: sym.Name})
-		}
-	}
-	if syms, err := f.Symbols(); err == nil {
-		add(syms)
-	}
-	if syms, err := f.DynamicSymbols(); err == nil {
-		add(syms)
-	}
-	// Sized symbols first among equals, so lookup finds the object rather
-	// than a label at the same address.
-	sort.Slice(em.syms, func(i, j int) bool {
-		if em.syms[i].value != em.syms[j].value {
-			return em.syms[i].value < em.syms[j].value
-		}
-		return em.syms[i].size < em.syms[j].size
-	})
+	em.syms = loadSymbols(f)
 	return em
 }
