@@ -215,6 +215,23 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 	}
 	s.threads.DeferWaits = dumping
 	threads, err := s.threads.Read(make([]OSThread, 0, s.lastN+16))
+	// The connections and the host's counters do not depend on the dump:
+	// read while it is under way.
+	var connErr error
+	if !s.fdDenied && err == nil {
+		c, err := s.fs.Connections(s.opts.PID, s.opts.Port)
+		switch {
+		case err == nil:
+			snap.Connections = c
+		case errors.Is(err, procfs.ErrPermission):
+			s.fdDenied = true
+		case errors.Is(err, procfs.ErrProcessGone):
+			connErr = err
+		}
+	}
+	if h, err := s.fs.Host(ctx); err == nil {
+		snap.Host = h
+	}
 	if dumped != nil {
 		select {
 		case <-dumped:
@@ -233,6 +250,9 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	if connErr != nil {
+		return nil, connErr
+	}
 	if dumping {
 		s.threads.ReadWaits(threads, s.waitsNeeded(snap))
 	}
@@ -243,20 +263,6 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 		snap.Futexes = s.jvmProgramFutexes(snap.Futexes, threads, func() bool { return s.safepointDuringTick(snap) })
 	}
 
-	if !s.fdDenied {
-		c, err := s.fs.Connections(s.opts.PID, s.opts.Port)
-		switch {
-		case err == nil:
-			snap.Connections = c
-		case errors.Is(err, procfs.ErrPermission):
-			s.fdDenied = true
-		case errors.Is(err, procfs.ErrProcessGone):
-			return nil, err
-		}
-	}
-	if h, err := s.fs.Host(ctx); err == nil {
-		snap.Host = h
-	}
 	s.takeJFR(ctx, snap)
 	snap.Errors = append(snap.Errors, s.notes...)
 	s.notes = nil
