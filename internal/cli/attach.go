@@ -57,7 +57,10 @@ Every --interval ctprof reads /proc/<pid>/task/* (state, CPU, voluntary and
 involuntary context switches, run-queue wait, scheduling policy, priority and
 affinity, wait channel, and the system call a thread is blocked in), the
 target's established TCP connections, and the host's context-switch rate.
-Native threads blocked in futex(2) on one address are grouped and the address
+In a process of 1,000 threads or more, a thread that stayed idle on its last
+two reads is read every fourth interval (its counters stay exact; what it did
+meanwhile shows up to three intervals late), and the last sample reads every
+thread. Native threads blocked in futex(2) on one address are grouped and the address
 is named from the ELF symbols of the target's binaries, so a contended
 pthread mutex shows as "N threads wait on futex contended_mutex (app+0x4040)";
 threads of an idle pool waiting on a condition variable are reported apart,
