@@ -113,13 +113,23 @@ func appendDataSymbols(out []elfSymbol, class elf.Class, bo binary.ByteOrder, sy
 	if class == elf.ELFCLASS32 {
 		size = elf.Sym32Size
 	}
+	// The common case without the ByteOrder interface's calls per field.
+	little := class == elf.ELFCLASS64 && bo == binary.LittleEndian
+	le := binary.LittleEndian
 	for off := size; off+size <= len(syms) && len(out) < maxSymbols; off += size { // entry 0 is the null symbol
 		e := syms[off : off+size]
 		var name uint32
 		var info uint8
 		var shndx uint16
 		var value, sz uint64
-		if class == elf.ELFCLASS32 {
+		if little {
+			typ := elf.ST_TYPE(e[4])
+			if typ != elf.STT_OBJECT && typ != elf.STT_NOTYPE {
+				continue // most symbols are code: decided on one byte
+			}
+			name, info, shndx = le.Uint32(e[0:]), e[4], le.Uint16(e[6:])
+			value, sz = le.Uint64(e[8:]), le.Uint64(e[16:])
+		} else if class == elf.ELFCLASS32 {
 			name, value, sz = bo.Uint32(e[0:]), uint64(bo.Uint32(e[4:])), uint64(bo.Uint32(e[8:]))
 			info, shndx = e[12], bo.Uint16(e[14:])
 		} else {

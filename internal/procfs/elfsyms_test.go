@@ -65,9 +65,11 @@ func TestOpenMappedRefusesAnythingButTheMappedFile(t *testing.T) {
 // debug/elf gives, less the code, for a real binary.
 func TestLoadSymbolsMatchesDebugElf(t *testing.T) {
 	bin := testnative.Build(t, "mutex_contention")
-	f, err := elf.Open(bin)
+	file, err := os.Open(bin)
 	require.NoError(t, err)
-	defer f.Close()
+	defer file.Close()
+	f, err := elf.NewFile(file)
+	require.NoError(t, err)
 	want := map[string]elfSymbol{}
 	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
 		syms, err := read()

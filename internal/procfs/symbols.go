@@ -105,22 +105,6 @@ func (s *Symbolizer) Prefetch() {
 	_ = s.loadMaps()
 }
 
-// PrefetchModule loads the symbols of the mapped binary whose base name is
-// name ("libjvm.so"), as Prefetch reads the maps: a JVM's own threads wait
-// on futexes in libjvm.so on every tick, and its symbol table is the
-// largest a sample reads. Not safe to call at the same time as Resolve.
-func (s *Symbolizer) PrefetchModule(name string) {
-	if s.loadMaps() != nil {
-		return
-	}
-	for _, mod := range s.ranges {
-		if filepath.Base(mod.path) == name {
-			s.module(mod.path, mod.mapping)
-			return
-		}
-	}
-}
-
 func (s *Symbolizer) loadMaps() error {
 	if s.maps != nil {
 		return nil

@@ -236,11 +236,11 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 		select {
 		case <-dumped:
 		default:
-			// The dump is still being taken: read what naming the JVM's
-			// futexes needs after the dump meanwhile, its mappings and
-			// libjvm.so's symbols (its own threads wait in libjvm.so).
+			// The dump is still being taken: read the target's mappings
+			// meanwhile, which naming its futexes needs after the dump.
+			// (A binary's symbols are loaded when an address in it is
+			// named: on JDK 17 none of a one-shot's are in libjvm.so.)
 			s.sym.Prefetch()
-			s.sym.PrefetchModule("libjvm.so")
 			<-dumped
 		}
 	}
