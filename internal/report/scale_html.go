@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
@@ -79,7 +80,7 @@ func ScalabilityHTML(w io.Writer, in ScalabilityInput) error {
 		v.Generated = in.Generated.Format("2006-01-02 15:04:05 MST")
 	}
 	var buf bytes.Buffer
-	if err := scalabilityTemplate.Execute(&buf, v); err != nil {
+	if err := scalabilityTemplate().Execute(&buf, v); err != nil {
 		return fmt.Errorf("write HTML report: %w", err)
 	}
 	_, err = w.Write(buf.Bytes())
@@ -114,7 +115,10 @@ func scaleLocksOption(in ScalabilityInput) map[string]interface{} {
 	return chartOption(line)
 }
 
-var scalabilityTemplate = template.Must(template.Must(template.New("scalability").Funcs(funcs).Parse(pageFrame)).Parse(scalabilityHTML))
+// scalabilityTemplate is parsed on first use (see pageTemplate).
+var scalabilityTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.Must(template.New("scalability").Funcs(funcs).Parse(pageFrame)).Parse(scalabilityHTML))
+})
 
 const scalabilityHTML = `{{template "head" .}}
 {{- if .In.Findings}}
