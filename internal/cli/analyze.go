@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"os"
@@ -39,8 +41,8 @@ without -l) and kill -3 (JDK 6 to 25, embedded in other log lines or not),
 jcmd <pid> Thread.dump_to_file in text and JSON (JDK 21+), and OpenJ9/IBM
 javacore files. UTF-16 with a byte order mark and CRLF line endings are fine.
 
-JFR recordings (.jfr, from -XX:StartFlightRecording, jcmd JFR.dump or
-async-profiler; told apart by content) give exact waits: every
+JFR recordings (.jfr, also gzipped, from -XX:StartFlightRecording, jcmd
+JFR.dump or async-profiler; told apart by content) give exact waits: every
 jdk.JavaMonitorEnter, jdk.JavaMonitorWait, jdk.ThreadPark and
 jdk.VirtualThreadPinned event becomes a wait on its lock, with its duration,
 the previous owner of a monitor or the notifier of a wait(); each lock then
@@ -202,6 +204,13 @@ func readDumps(stdin io.Reader, name string, agg *analysis.Aggregator) (int, err
 	if head, _ := br.Peek(len(sample.JFRMagic)); sample.IsJFR(head) {
 		return readJFR(br, name, src, agg)
 	}
+	if gzippedJFR(br) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", name, err)
+		}
+		return readJFR(zr, name, src, agg)
+	}
 	dr := threaddump.NewReader(br)
 	n := 0
 	var err error
@@ -224,6 +233,25 @@ func readDumps(stdin io.Reader, name string, agg *analysis.Aggregator) (int, err
 		return n, fmt.Errorf("%s: %w (after %d dumps)", name, err, n)
 	}
 	return 0, fmt.Errorf("%s: %w", name, err)
+}
+
+// gzippedJFR reports whether br starts a gzip stream whose content is a
+// JFR recording (recordings are often shipped as .jfr.gz). It decompresses
+// only what the buffer already holds, without consuming br. Compressed
+// thread dumps are left to the dump reader, which undoes gzip itself.
+func gzippedJFR(br *bufio.Reader) bool {
+	head, _ := br.Peek(2)
+	if len(head) < 2 || head[0] != 0x1f || head[1] != 0x8b {
+		return false
+	}
+	buf, _ := br.Peek(br.Size())
+	zr, err := gzip.NewReader(bytes.NewReader(buf))
+	if err != nil {
+		return false
+	}
+	magic := make([]byte, len(sample.JFRMagic))
+	n, _ := io.ReadFull(zr, magic)
+	return sample.IsJFR(magic[:n])
 }
 
 // readJFR streams a JFR recording into agg in bounded batches (waits, GC

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -235,4 +237,35 @@ func TestAnalyzeJFRGolden(t *testing.T) {
 	top, err = cmd.CombinedOutput()
 	require.NoError(t, err, string(top))
 	assert.Contains(t, string(top), "Type: contentions")
+}
+
+// A recording shipped gzipped (recording.jfr.gz) reads as the recording
+// itself; a gzipped thread dump still reads as a dump.
+func TestAnalyzeGzippedJFR(t *testing.T) {
+	plain, err := os.ReadFile(jfrGoldenFile)
+	require.NoError(t, err)
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	_, err = zw.Write(plain)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	gz := filepath.Join(t.TempDir(), "rec.jfr.gz")
+	require.NoError(t, os.WriteFile(gz, zipped.Bytes(), 0o644))
+
+	code, want, errOut := run(t, "", "analyze", jfrGoldenFile)
+	require.Equal(t, 0, code, errOut)
+	code, got, errOut := run(t, "", "analyze", gz)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, want, got)
+	assert.Contains(t, got, "JFR recording:")
+
+	dump := "\"main\" #1 prio=5 os_prio=0 tid=0x1 nid=0x2 runnable\n   java.lang.Thread.State: RUNNABLE\n\tat App.main(App.java:1)\n\n"
+	var zd bytes.Buffer
+	zw = gzip.NewWriter(&zd)
+	_, err = zw.Write([]byte("Full thread dump OpenJDK 64-Bit Server VM (17 mixed mode):\n\n" + dump))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	code, out, errOut := run(t, zd.String(), "analyze", "-")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "1 thread dump")
 }
