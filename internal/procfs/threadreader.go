@@ -108,6 +108,10 @@ type ThreadReader struct {
 	OneSample bool
 	// affinity interns the affinity lists sched_getaffinity gives.
 	affinity map[unix.CPUSet]string
+	// ts, when the kernel answers ctprof's taskstats queries, gives the
+	// context switches a full read would take from status (see
+	// taskStats); nil: status.
+	ts *taskStats
 	// Final makes the next sweep read every thread, idle ones included:
 	// the run's last sample, whose cumulative counters the summary's
 	// totals come from. Read turns it off.
@@ -221,6 +225,9 @@ func (f FS) NewThreadReader(pid int) (*ThreadReader, error) {
 	if n := r.threadCount(); n > 0 && maxOpen > 0 {
 		go growFDTable(fd, min(3*n+16, maxOpen))
 	}
+	if ts, err := openTaskStats(); err == nil {
+		r.ts = ts
+	}
 	return r, nil
 }
 
@@ -243,6 +250,10 @@ func growFDTable(fd, n int) {
 
 // Close releases the task directory and every cached descriptor.
 func (r *ThreadReader) Close() error {
+	if r.ts != nil {
+		r.ts.Close()
+		r.ts = nil
+	}
 	for tid, tf := range r.threads {
 		r.closeFiles(tf)
 		delete(r.threads, tid)
@@ -445,6 +456,11 @@ func (r *ThreadReader) sweepParallel(dst []Thread, start int, tids []int, worker
 		w.pathBuf = make([]byte, 0, cap(r.pathBuf))
 		w.pending = nil
 		w.open, w.schedOpen, w.reused = 0, 0, 0
+		// A netlink socket answers one request at a time: each
+		// goroutine asks on its own.
+		if r.ts != nil {
+			w.ts, _ = openTaskStats()
+		}
 		// The descriptor cap and the thread count keepOpen weighs it
 		// against, both divided evenly: the split of the cap between
 		// schedstat and the other files stays that of one sweep.
@@ -468,6 +484,11 @@ func (r *ThreadReader) sweepParallel(dst []Thread, start int, tids []int, worker
 		}()
 	}
 	wg.Wait()
+	for k := range parts {
+		if parts[k].ts != nil {
+			parts[k].ts.Close()
+		}
+	}
 	r.slab = r.slab[len(tids):]
 	zombies := 0
 	end := first
@@ -670,14 +691,33 @@ func (r *ThreadReader) readThread(t *Thread, tf *threadFiles) error {
 	t.Name = tf.name
 
 	statusRead := false
-	if b, err = r.read(t.TID, tf, fileStatus); err == nil {
-		if cpus := parseStatus(b, t); string(cpus) != tf.cpus {
-			tf.cpus = r.internCPUs(cpus)
+	if r.ts != nil {
+		// taskstats has the context switches and sched_getaffinity the
+		// affinity: status, the costliest file, is not opened.
+		vol, invol, err := r.ts.switches(t.TID)
+		switch {
+		case err == nil:
+			t.Voluntary, t.Involuntary = vol, invol
+			t.CPUsAllowed = r.affinityOf(t.TID)
+			statusRead = true
+		case errors.Is(err, unix.ESRCH):
+			return errVanished
+		default:
+			// The kernel stopped answering: status from now on.
+			r.ts.Close()
+			r.ts = nil
 		}
-		t.CPUsAllowed = tf.cpus
-		statusRead = true
-	} else if err == errVanished {
-		return err
+	}
+	if !statusRead {
+		if b, err = r.read(t.TID, tf, fileStatus); err == nil {
+			if cpus := parseStatus(b, t); string(cpus) != tf.cpus {
+				tf.cpus = r.internCPUs(cpus)
+			}
+			t.CPUsAllowed = tf.cpus
+			statusRead = true
+		} else if err == errVanished {
+			return err
+		}
 	}
 	if !t.Sleeping() {
 		t.Syscall = SyscallRunning
