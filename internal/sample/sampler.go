@@ -87,6 +87,10 @@ type Sampler struct {
 	// retried (and failed) every tick.
 	fdDenied bool
 	lastN    int
+	// spare is the thread slice of the sample Run last passed to its
+	// callback, for the next sweep to fill: 10,000 threads are 2 MB a
+	// tick, which the GC would otherwise scan and free every few ticks.
+	spare []OSThread
 
 	// jvm is set for a JVM ctprof can read; nextDump is when the next
 	// thread dump is due; notes are said once, in the next snapshot.
@@ -214,7 +218,12 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 		jvmErr = s.takeJVM(ctx, snap)
 	}
 	s.threads.DeferWaits = dumping
-	threads, err := s.threads.Read(make([]OSThread, 0, s.lastN+16))
+	buf := s.spare[:0]
+	s.spare = nil
+	if cap(buf) < s.lastN+16 {
+		buf = make([]OSThread, 0, s.lastN+16)
+	}
+	threads, err := s.threads.Read(buf)
 	// The connections and the host's counters do not depend on the dump:
 	// read while it is under way.
 	var connErr error
@@ -427,7 +436,9 @@ func (s *Sampler) safepointDuringTick(snap *Snapshot) bool {
 // cancelled, or the target exits, calling fn with each snapshot. The first
 // sample is taken at once. A sample that takes longer than the interval
 // delays the next one rather than causing a burst. The error is the one
-// that stopped sampling, if it was not one of those normal ends.
+// that stopped sampling, if it was not one of those normal ends. fn must
+// not keep a snapshot's Threads once it returns: Run fills the same slice
+// in the next sample (the Aggregator and the recording copy what they keep).
 func (s *Sampler) Run(ctx context.Context, fn func(*Snapshot)) (StopReason, error) {
 	// The recording ends with the run, whatever ends it.
 	defer s.stopJFR()
@@ -465,6 +476,7 @@ func (s *Sampler) Run(ctx context.Context, fn func(*Snapshot)) (StopReason, erro
 			return StopInterrupted, nil
 		}
 		fn(snap)
+		s.spare = snap.Threads
 		n++
 		if s.opts.Count > 0 && n >= s.opts.Count {
 			return StopDone, nil
