@@ -52,7 +52,9 @@ func openTaskStats() (*taskStats, error) {
 		return nil, fmt.Errorf("%w: %v", errNoTaskStats, err)
 	}
 	ts := &taskStats{fd: fd, buf: make([]byte, 8192)}
-	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+	// Connected to the kernel, the socket takes write and read, which
+	// (unlike sendto and recvfrom) allocate no address per query.
+	if err := unix.Connect(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		ts.Close()
 		return nil, fmt.Errorf("%w: %v", errNoTaskStats, err)
 	}
@@ -117,7 +119,11 @@ func (ts *taskStats) roundTrip(family uint16, cmd uint8, attrType uint16, value 
 	alen := 4 + len(value)
 	n := unix.NLMSG_HDRLEN + genlHdrLen + align4(alen)
 	req := ts.req[:0]
-	req = append(req, make([]byte, n)...)
+	if cap(req) < n {
+		req = make([]byte, 0, n)
+	}
+	req = req[:n]
+	clear(req)
 	binary.NativeEndian.PutUint32(req[0:], uint32(n))
 	binary.NativeEndian.PutUint16(req[4:], family)
 	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST)
@@ -129,11 +135,11 @@ func (ts *taskStats) roundTrip(family uint16, cmd uint8, attrType uint16, value 
 	binary.NativeEndian.PutUint16(a[2:], attrType)
 	copy(a[4:], value)
 	ts.req = req
-	if err := unix.Sendto(ts.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+	if _, err := unix.Write(ts.fd, req); err != nil {
 		return nil, err
 	}
 	for {
-		m, _, err := unix.Recvfrom(ts.fd, ts.buf, 0)
+		m, err := unix.Read(ts.fd, ts.buf)
 		if err != nil {
 			return nil, err
 		}
