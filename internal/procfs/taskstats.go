@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -40,6 +42,18 @@ const (
 	// attribute's type (NLA_TYPE_MASK).
 	nlaTypeMask = 0x3fff
 )
+
+// ownPIDNamespace reports whether f is the /proc of ctprof's own pid
+// namespace, the one taskstats reads thread ids in: another tree (a
+// host's /proc mounted into a container, a fixture) lists ids that would
+// name other threads, or none.
+func (f FS) ownPIDNamespace() bool {
+	if f.root != "/proc" {
+		return false
+	}
+	self, err := os.Readlink("/proc/self")
+	return err == nil && self == strconv.Itoa(os.Getpid())
+}
 
 // errNoTaskStats means the kernel has no taskstats or will not answer.
 var errNoTaskStats = errors.New("no taskstats")

@@ -94,3 +94,16 @@ func TestThreadReaderTaskStatsAgreesWithStatus(t *testing.T) {
 		assert.Equal(t, o, th, "tid %d", th.TID)
 	}
 }
+
+// Only the /proc of ctprof's own pid namespace is read with taskstats,
+// which takes thread ids in that namespace: another tree's ids could name
+// other threads.
+func TestTaskStatsOnlyForOwnPIDNamespace(t *testing.T) {
+	assert.True(t, NewFS("/proc").ownPIDNamespace())
+	assert.False(t, NewFS("/proc/").ownPIDNamespace(), "another root, though the same tree")
+	assert.False(t, NewFS(t.TempDir()).ownPIDNamespace())
+	r, err := NewFS("/proc/").NewThreadReader(os.Getpid())
+	require.NoError(t, err)
+	defer r.Close()
+	assert.Nil(t, r.ts)
+}

@@ -225,8 +225,10 @@ func (f FS) NewThreadReader(pid int) (*ThreadReader, error) {
 	if n := r.threadCount(); n > 0 && maxOpen > 0 {
 		go growFDTable(fd, min(3*n+16, maxOpen))
 	}
-	if ts, err := openTaskStats(); err == nil {
-		r.ts = ts
+	if f.ownPIDNamespace() {
+		if ts, err := openTaskStats(); err == nil {
+			r.ts = ts
+		}
 	}
 	return r, nil
 }
