@@ -24,10 +24,8 @@ import (
 // (type, owner, size) on an O_PATH descriptor before it is opened for
 // reading, so a FIFO or a device is never opened at all.
 
-// ErrNoOpenat2 means the kernel lacks openat2 (Linux 5.6+). ctprof will
-// not open files in a target's directories without it rather than follow
-// links its owner may have planted.
-var ErrNoOpenat2 = errors.New("the kernel lacks openat2 (Linux 5.6+), which ctprof needs to open files inside a target safely")
+// ErrNoOpenat2 means the kernel lacks openat2 (see procfs.ErrNoOpenat2).
+var ErrNoOpenat2 = procfs.ErrNoOpenat2
 
 // errUnsafeFile marks a file that exists but that ctprof refuses: not of
 // the expected type, another user's, or too large.
@@ -51,7 +49,7 @@ func openTargetRootDir(fs procfs.FS, pid int, dir string) (*targetDir, error) {
 	}
 	defer unix.Close(root)
 	shown := rootPath + "/" + dir
-	fd, err := openat2(root, dir, &unix.OpenHow{
+	fd, err := procfs.Openat2(root, dir, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	})
@@ -74,23 +72,6 @@ func openTargetCwd(fs procfs.FS, pid int) (*targetDir, error) {
 }
 
 func (d *targetDir) Close() { unix.Close(d.fd) }
-
-// openat2 wraps unix.Openat2, retrying EINTR and EAGAIN (the kernel's
-// answer when a rename raced a RESOLVE_IN_ROOT lookup) and naming ENOSYS.
-func openat2(dirfd int, path string, how *unix.OpenHow) (int, error) {
-	for tries := 0; ; tries++ {
-		fd, err := unix.Openat2(dirfd, path, how)
-		switch {
-		case err == nil:
-			return fd, nil
-		case errors.Is(err, unix.ENOSYS):
-			return -1, ErrNoOpenat2
-		case (errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN)) && tries < 10:
-			continue
-		}
-		return -1, err
-	}
-}
 
 func openError(fs procfs.FS, pid int, path string, err error) error {
 	if errors.Is(err, ErrNoOpenat2) {
@@ -127,7 +108,7 @@ func (d *targetDir) lookup(name string) (int, unix.Stat_t, error) {
 	if !validName(name) {
 		return -1, st, fmt.Errorf("%s/%q: %w: not a plain relative name", d.shown, name, errUnsafeFile)
 	}
-	fd, err := openat2(d.fd, name, &unix.OpenHow{
+	fd, err := procfs.Openat2(d.fd, name, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})

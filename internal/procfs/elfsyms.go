@@ -37,7 +37,7 @@ func openMapped(fs FS, pid int, m Mapping) (*os.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		fd, err = unix.Openat2(root, strings.TrimPrefix(m.Path, "/"), &unix.OpenHow{
+		fd, err = Openat2(root, strings.TrimPrefix(m.Path, "/"), &unix.OpenHow{
 			Flags:   unix.O_PATH | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 		})
