@@ -108,14 +108,25 @@ func (f FS) CheckJVM(pid int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return bytes.Contains(b, []byte("/libjvm.so")) || bytes.Contains(b, []byte("/libj9vm")), nil
+	for _, lib := range jvmLibraries {
+		if bytes.Contains(b, []byte(lib)) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
+
+// jvmLibraries are what a JVM's mappings hold: HotSpot's library, or
+// OpenJ9's.
+var jvmLibraries = []string{"/libjvm.so", "/libj9vm"}
 
 // MapsJVM is CheckJVM on mappings already read (see Maps).
 func MapsJVM(maps []Mapping) bool {
 	for _, m := range maps {
-		if strings.Contains(m.Path, "/libjvm.so") || strings.Contains(m.Path, "/libj9vm") {
-			return true
+		for _, lib := range jvmLibraries {
+			if strings.Contains(m.Path, lib) {
+				return true
+			}
 		}
 	}
 	return false

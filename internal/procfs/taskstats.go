@@ -131,7 +131,7 @@ func (ts *taskStats) switches(tid int) (vol, invol uint64, err error) {
 func (ts *taskStats) roundTrip(family uint16, cmd uint8, attrType uint16, value []byte) ([]byte, error) {
 	ts.seq++
 	alen := 4 + len(value)
-	n := unix.NLMSG_HDRLEN + genlHdrLen + align4(alen)
+	n := unix.NLMSG_HDRLEN + genlHdrLen + nlmAlign(alen)
 	req := ts.req[:0]
 	if cap(req) < n {
 		req = make([]byte, 0, n)
@@ -149,11 +149,21 @@ func (ts *taskStats) roundTrip(family uint16, cmd uint8, attrType uint16, value 
 	binary.NativeEndian.PutUint16(a[2:], attrType)
 	copy(a[4:], value)
 	ts.req = req
-	if _, err := unix.Write(ts.fd, req); err != nil {
-		return nil, err
+	for {
+		_, err := unix.Write(ts.fd, req)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
 	}
 	for {
 		m, err := unix.Read(ts.fd, ts.buf)
+		if err == unix.EINTR {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -186,8 +196,6 @@ func (ts *taskStats) roundTrip(family uint16, cmd uint8, attrType uint16, value 
 	}
 }
 
-func align4(n int) int { return (n + 3) &^ 3 }
-
 // netlinkAttr returns the value of the first attribute of type typ in
 // attrs (a run of netlink attributes).
 func netlinkAttr(attrs []byte, typ uint16) ([]byte, bool) {
@@ -200,7 +208,7 @@ func netlinkAttr(attrs []byte, typ uint16) ([]byte, bool) {
 		if t == typ {
 			return attrs[4:l], true
 		}
-		attrs = attrs[min(align4(l), len(attrs)):]
+		attrs = attrs[min(nlmAlign(l), len(attrs)):] // NLA_ALIGNTO is NLMSG_ALIGNTO, 4
 	}
 	return nil, false
 }
