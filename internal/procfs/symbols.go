@@ -96,15 +96,6 @@ func (s *Symbolizer) Resolve(addr uint64) (Location, error) {
 	return l, nil
 }
 
-// Prefetch reads the target's mappings now if they have not been read,
-// so that the first Resolve does not wait for them: a sampler calls it
-// while a thread dump is under way (the maps of a JVM with 10,000 threads
-// hold 20,000 mappings, tens of milliseconds to read). Not safe to call
-// at the same time as Resolve.
-func (s *Symbolizer) Prefetch() {
-	_ = s.loadMaps()
-}
-
 func (s *Symbolizer) loadMaps() error {
 	if s.maps != nil {
 		return nil

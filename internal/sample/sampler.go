@@ -242,16 +242,7 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 		snap.Host = h
 	}
 	if dumped != nil {
-		select {
-		case <-dumped:
-		default:
-			// The dump is still being taken: read the target's mappings
-			// meanwhile, which naming its futexes needs after the dump.
-			// (A binary's symbols are loaded when an address in it is
-			// named: on JDK 17 none of a one-shot's are in libjvm.so.)
-			s.sym.Prefetch()
-			<-dumped
-		}
+		<-dumped
 	}
 	if jvmErr != nil {
 		return nil, jvmErr
