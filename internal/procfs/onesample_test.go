@@ -46,9 +46,12 @@ func TestOneSampleSweepMatchesAFullRead(t *testing.T) {
 
 	want, err := full.Read(nil)
 	require.NoError(t, err)
+	held := openTaskFiles(t, p.PID) // the full reader's
 	got, err := one.Read(nil)
 	require.NoError(t, err)
 	assert.False(t, one.OneSample, "the switch holds for one sweep")
+	assert.Equal(t, held, openTaskFiles(t, p.PID),
+		"a one-sample sweep keeps no descriptor: a one-shot would close them at exit, after its summary")
 	require.Len(t, got, len(want))
 	byTID := map[int]Thread{}
 	for _, th := range want {

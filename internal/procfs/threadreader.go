@@ -103,8 +103,9 @@ type ThreadReader struct {
 	// successor can use: no rates come of it, so only stat (state, CPU
 	// time, policy, nice) and the affinity (sched_getaffinity, no file),
 	// not schedstat's and status's counters, which only a later sweep
-	// would turn into rates. That sweep's threads are not carried over;
-	// Read turns the switch off.
+	// would turn into rates. That sweep's threads are not carried over,
+	// and it keeps no descriptor open (see keepOpen); Read turns the
+	// switch off.
 	OneSample bool
 	// affinity interns the affinity lists sched_getaffinity gives.
 	affinity map[unix.CPUSet]string
@@ -1011,6 +1012,13 @@ func (r *ThreadReader) read(tid int, tf *threadFiles, file int) ([]byte, error) 
 // tick. So the other files share only what the cap leaves once each
 // thread the sweep expects has its schedstat open.
 func (r *ThreadReader) keepOpen(file int) bool {
+	if r.OneSample {
+		// A one-shot's process exits after its summary, and closing
+		// thousands of /proc files at exit (a few milliseconds per
+		// thousand) would delay the result; closed during the sweep, the
+		// cost overlaps the thread dump it waits for anyway.
+		return false
+	}
 	if r.open >= r.maxOpen || heldFDs.Load() >= int64(r.allOpen) {
 		return false
 	}
