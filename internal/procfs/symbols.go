@@ -96,7 +96,12 @@ func (s *Symbolizer) Resolve(addr uint64) (Location, error) {
 	return l, nil
 }
 
-func (s *Symbolizer) loadMaps() error {
+// ReadMaps reads the target's mappings unless they have been read. The
+// sampler calls it while a thread dump is under way, so that naming futex
+// addresses after the dump does not wait for them (a JVM of 10,000
+// threads has 20,000 mappings); otherwise the first Resolve reads them,
+// and Resolve reads them again for an address outside all of them.
+func (s *Symbolizer) ReadMaps() error {
 	if s.maps != nil {
 		return nil
 	}
@@ -104,24 +109,17 @@ func (s *Symbolizer) loadMaps() error {
 	if err != nil {
 		return err
 	}
-	s.UseMaps(m)
-	return nil
-}
-
-// UseMaps gives the Symbolizer the target's mappings, read by the caller
-// for another purpose (the sampler tells a JVM by them), so that they are
-// not read twice: 20,000 lines for a JVM with 10,000 threads. m is kept.
-func (s *Symbolizer) UseMaps(m []Mapping) {
 	if m == nil {
 		m = []Mapping{} // read, and empty: not read again
 	}
 	// The kernel lists mappings in address order; a fixture might not.
 	sort.SliceStable(m, func(i, j int) bool { return m[i].Start < m[j].Start })
 	s.maps, s.ranges = m, moduleRanges(m)
+	return nil
 }
 
 func (s *Symbolizer) resolve(addr uint64) (Location, bool, error) {
-	if err := s.loadMaps(); err != nil {
+	if err := s.ReadMaps(); err != nil {
 		return Location{}, false, err
 	}
 	l := Location{Address: addr}
