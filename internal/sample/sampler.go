@@ -142,13 +142,10 @@ func NewSampler(opts Options) (*Sampler, error) {
 
 		droppedFutexes: map[string]int{},
 	}
-	// The mappings tell a JVM (libjvm.so) and name futex addresses later:
-	// one read serves both.
-	maps, err := fs.Maps(opts.PID)
-	if err == nil {
-		s.sym.UseMaps(maps)
-	}
-	if err == nil && procfs.MapsJVM(maps) {
+	// A JVM maps libjvm.so. The kernel lists the mapped files without the
+	// other mappings (two per thread); the whole maps, which name futex
+	// addresses, are read while the first dump is under way (Take).
+	if isJVM, _ := fs.CheckJVM(opts.PID); isJVM {
 		s.target.Kind = KindJVM
 		info, err := jvm.Inspect(opts.ProcRoot, opts.PID)
 		switch {
@@ -242,6 +239,9 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 		snap.Host = h
 	}
 	if dumped != nil {
+		// Naming futexes after the dump needs the mappings; reading
+		// them now costs the dump's wait, not the result's.
+		s.sym.ReadMaps()
 		<-dumped
 	}
 	if jvmErr != nil {
