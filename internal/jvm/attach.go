@@ -379,10 +379,16 @@ func (e *CommandError) Error() string {
 
 // protocolVersion probes the attach protocol once: JDK 24+ answer
 // "getversion" with 2 (and "getversion options" with the options they
-// take); older JVMs refuse the command and speak version 1.
+// take); older JVMs refuse the command and speak version 1. A JVM whose
+// hsperfdata says it is older is not asked: the probe is a round trip
+// through its attach listener, milliseconds of a one-shot's wait.
 func (i *Info) protocolVersion(ctx context.Context) int {
 	if i.protocol != 0 {
 		return i.protocol
+	}
+	if i.Version > 0 && i.Version < 24 {
+		i.protocol = 1
+		return 1
 	}
 	out, err := i.request(ctx, 1, "getversion", "options")
 	var refused *CommandError

@@ -37,6 +37,26 @@ func names(t testing.TB, text []byte) map[string]bool {
 	return out
 }
 
+// A JVM whose hsperfdata names a release before 24 is spoken to in attach
+// v1 without the "getversion" probe (a round trip a one-shot waits for).
+// A JDK 25 JVM whose Info says 17 shows it: no probe, so protocol 1, which
+// it still understands.
+func TestOlderJVMsAreNotProbedForTheProtocol(t *testing.T) {
+	p := testjvm.Start(t, testjvm.JDK25(t), "SyncSingleton", "2")
+	info := inspect(t, p.PID)
+	require.Equal(t, 25, info.Version)
+	info.Version = 17
+	res, err := ThreadDump(context.Background(), info, DumpOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Protocol)
+	assert.True(t, names(t, res.Text)["request-1"])
+
+	probed := inspect(t, p.PID)
+	res, err = ThreadDump(context.Background(), probed, DumpOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.Protocol, "its own version: probed, and v2")
+}
+
 // A dump taken over the attach protocol is the dump jcmd prints: same
 // threads, parsed by the same parser.
 func TestThreadDumpMatchesJcmd(t *testing.T) {
