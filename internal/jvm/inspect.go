@@ -1,7 +1,6 @@
 package jvm
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -119,11 +118,8 @@ var ErrNoPerfData = errors.New("no hsperfdata")
 // ships a libjvm.so too, beside its libj9vm, and speaks another attach
 // protocol).
 func hotSpotMapped(fs procfs.FS, pid int) bool {
-	b, err := os.ReadFile(fs.Path(strconv.Itoa(pid), "maps"))
-	if err != nil {
-		return false
-	}
-	return bytes.Contains(b, []byte("/libjvm.so")) && !bytes.Contains(b, []byte("/libj9vm"))
+	hotspot, openj9, err := fs.JVMLibraries(pid)
+	return err == nil && hotspot && !openj9
 }
 
 // inspectWithoutPerfData describes a HotSpot JVM that has no hsperfdata

@@ -105,38 +105,38 @@ func (f FS) IsJVM(pid int) bool {
 // ctprof may not read the process's maps (another user's process, and
 // ctprof not root), ErrProcessGone when it exited.
 func (f FS) CheckJVM(pid int) (bool, error) {
-	// The mapped files alone, where the kernel lists them (a 2,000-thread
-	// JVM: 80 of 4,200 mappings); else the maps text.
-	found := false
-	err := f.eachMappedFile(pid, func(path []byte) bool {
-		found = jvmLibrary(path)
-		return !found
+	hotspot, openj9, err := f.JVMLibraries(pid)
+	return hotspot || openj9, err
+}
+
+// JVMLibraries says which JVM libraries pid maps: HotSpot's libjvm.so,
+// OpenJ9's libj9vm (OpenJ9 ships a libjvm.so too). The kernel lists the
+// mapped files alone where it can (PROCMAP_QUERY: a 2,000-thread JVM maps
+// 80 files among 4,200 mappings); otherwise the maps text is searched.
+func (f FS) JVMLibraries(pid int) (hotspot, openj9 bool, err error) {
+	err = f.eachMappedFile(pid, func(path []byte) bool {
+		hotspot = hotspot || bytes.Contains(path, []byte(libHotSpot))
+		openj9 = openj9 || bytes.Contains(path, []byte(libOpenJ9))
+		return !openj9 // OpenJ9 maps both
 	})
 	if !errors.Is(err, errNoProcmapQuery) {
-		return found, err
+		return hotspot, openj9, err
 	}
-	return f.checkJVMInMapsText(pid)
+	return f.jvmLibrariesInMapsText(pid)
 }
 
-// checkJVMInMapsText is CheckJVM on a kernel without PROCMAP_QUERY.
-func (f FS) checkJVMInMapsText(pid int) (bool, error) {
+// jvmLibrariesInMapsText is JVMLibraries on a kernel without
+// PROCMAP_QUERY.
+func (f FS) jvmLibrariesInMapsText(pid int) (hotspot, openj9 bool, err error) {
 	b, err := f.readFile(f.pidPath(pid, "maps"))
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	return jvmLibrary(b), nil
+	return bytes.Contains(b, []byte(libHotSpot)), bytes.Contains(b, []byte(libOpenJ9)), nil
 }
 
-// jvmLibraries are what a JVM's mappings hold: HotSpot's library, or
-// OpenJ9's.
-var jvmLibraries = []string{"/libjvm.so", "/libj9vm"}
-
-// jvmLibrary reports whether a mapped file's path is a JVM's library.
-func jvmLibrary(path []byte) bool {
-	for _, lib := range jvmLibraries {
-		if bytes.Contains(path, []byte(lib)) {
-			return true
-		}
-	}
-	return false
-}
+// The libraries a JVM maps: HotSpot's, or OpenJ9's.
+const (
+	libHotSpot = "/libjvm.so"
+	libOpenJ9  = "/libj9vm"
+)
