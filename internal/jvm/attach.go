@@ -97,10 +97,14 @@ func (i *Info) DumpPossible() bool {
 
 // ensureListener starts the JVM's attach listener if it is not running:
 // only after checking that the JVM allows attach and catches SIGQUIT,
-// since SIGQUIT kills a process that does not catch it.
-func (i *Info) ensureListener(ctx context.Context) error {
+// since SIGQUIT kills a process that does not catch it. starting, when
+// set, is called before it waits for the listener.
+func (i *Info) ensureListener(ctx context.Context, starting func()) error {
 	if err := i.listenerRunning(); err == nil {
 		return nil
+	}
+	if starting != nil {
+		starting()
 	}
 	if !i.AttachSupported {
 		return ErrAttachDisabled
@@ -238,7 +242,7 @@ func (i *Info) existingTrigger(dir *targetDir, name string) error {
 
 // request sends one command and returns its output. The reply is read to
 // EOF with a deadline that moves forward while data arrives.
-func (i *Info) request(ctx context.Context, version int, cmd string, args ...string) ([]byte, error) {
+func (i *Info) request(ctx context.Context, sent func(), version int, cmd string, args ...string) ([]byte, error) {
 	sock, err := i.openSocket()
 	if err != nil {
 		if errors.Is(err, procfs.ErrProcessGone) || !i.fs.Exists(i.PID) {
@@ -288,6 +292,9 @@ func (i *Info) request(ctx context.Context, version int, cmd string, args ...str
 	conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	if _, err := conn.Write(req.Bytes()); err != nil {
 		return nil, i.ioError("send", err)
+	}
+	if sent != nil {
+		sent()
 	}
 	// Read straight into a buffer sized from the last reply: a dump of
 	// thousands of threads is megabytes. A reply that outgrows it goes on
@@ -390,7 +397,7 @@ func (i *Info) protocolVersion(ctx context.Context) int {
 		i.protocol = 1
 		return 1
 	}
-	out, err := i.request(ctx, 1, "getversion", "options")
+	out, err := i.request(ctx, nil, 1, "getversion", "options")
 	var refused *CommandError
 	if err != nil && !errors.As(err, &refused) {
 		return 1 // not answered: try again next time

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -36,6 +37,13 @@ type DumpOptions struct {
 	// AllowJcmd lets ThreadDump fall back to the jcmd tool when attach
 	// fails for a reason jcmd might not share.
 	AllowJcmd bool
+	// Sent, when set, is called once: as soon as the request is on its
+	// way to the JVM, when it must first wait (for the JVM's attach
+	// listener to start, for jcmd), or when ThreadDump returns. A caller
+	// that works beside the dump starts that work then: started at once,
+	// it would compete for the CPU with the goroutine about to send the
+	// request, and on a busy machine the request could wait milliseconds.
+	Sent func()
 }
 
 // Dump methods, in DumpResult.Method.
@@ -66,11 +74,17 @@ type DumpResult struct {
 
 // ThreadDump takes a thread dump of the JVM.
 func ThreadDump(ctx context.Context, i *Info, o DumpOptions) (*DumpResult, error) {
+	if o.Sent == nil {
+		o.Sent = func() {}
+	}
+	o.Sent = sync.OnceFunc(o.Sent)
+	defer o.Sent()
 	before, beforeErr := i.ReadPerfData()
 	start := time.Now()
 	res, err := i.attachDump(ctx, o)
 	if err != nil && o.AllowJcmd && errors.Is(err, ErrAttachFailed) {
 		reason := err.Error()
+		o.Sent()
 		var jerr error
 		res, jerr = jcmdDump(ctx, i, o)
 		if jerr != nil {
@@ -98,12 +112,12 @@ func ThreadDump(ctx context.Context, i *Info, o DumpOptions) (*DumpResult, error
 }
 
 func (i *Info) attachDump(ctx context.Context, o DumpOptions) (*DumpResult, error) {
-	if err := i.ensureListener(ctx); err != nil {
+	if err := i.ensureListener(ctx, o.Sent); err != nil {
 		return nil, err
 	}
 	v := i.protocolVersion(ctx)
 	if o.Mode == ModeDumpToFile {
-		return i.dumpToFile(ctx, v)
+		return i.dumpToFile(ctx, v, o.Sent)
 	}
 	cmd := "threaddump"
 	if v == 2 && i.streaming {
@@ -115,7 +129,7 @@ func (i *Info) attachDump(ctx context.Context, o DumpOptions) (*DumpResult, erro
 	if o.Locks {
 		opt = "-l"
 	}
-	out, err := i.request(ctx, v, cmd, opt)
+	out, err := i.request(ctx, o.Sent, v, cmd, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +139,7 @@ func (i *Info) attachDump(ctx context.Context, o DumpOptions) (*DumpResult, erro
 // dumpToFile asks the JVM to write a JSON dump into its own /tmp, reads it
 // through the safe opener (a regular file of the JVM's user, at most
 // maxReply bytes) and removes it through the same directory descriptor.
-func (i *Info) dumpToFile(ctx context.Context, v int) (*DumpResult, error) {
+func (i *Info) dumpToFile(ctx context.Context, v int, sent func()) (*DumpResult, error) {
 	if i.Version > 0 && i.Version < 21 {
 		return nil, fmt.Errorf("Thread.dump_to_file needs JDK 21 or later; pid %d runs JDK %d", i.PID, i.Version)
 	}
@@ -141,7 +155,7 @@ func (i *Info) dumpToFile(ctx context.Context, v int) (*DumpResult, error) {
 	if v == 2 && i.streaming {
 		cmd += " streaming=0"
 	}
-	if _, err := i.request(ctx, v, cmd, "Thread.dump_to_file -format=json /tmp/"+name); err != nil {
+	if _, err := i.request(ctx, sent, v, cmd, "Thread.dump_to_file -format=json /tmp/"+name); err != nil {
 		return nil, err
 	}
 	b, st, err := tmp.readFile(name, i.UID, maxReply)
@@ -161,7 +175,7 @@ func (i *Info) dumpToFile(ctx context.Context, v int) (*DumpResult, error) {
 // Jcmd runs a diagnostic command (as `jcmd <pid> <command>` would) over the
 // attach protocol and returns its output.
 func Jcmd(ctx context.Context, i *Info, command string) ([]byte, error) {
-	if err := i.ensureListener(ctx); err != nil {
+	if err := i.ensureListener(ctx, nil); err != nil {
 		return nil, err
 	}
 	v := i.protocolVersion(ctx)
@@ -169,5 +183,5 @@ func Jcmd(ctx context.Context, i *Info, command string) ([]byte, error) {
 	if v == 2 && i.streaming {
 		cmd += " streaming=0"
 	}
-	return i.request(ctx, v, cmd, command)
+	return i.request(ctx, nil, v, cmd, command)
 }

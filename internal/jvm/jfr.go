@@ -145,7 +145,7 @@ func StartRecording(ctx context.Context, i *Info, o RecordingOptions) (*Recordin
 	if i.Version > 0 && i.Version < 11 {
 		return nil, fmt.Errorf("pid %d runs JDK %d: ctprof records with JFR on JDK 11 and later", i.PID, i.Version)
 	}
-	if err := i.ensureListener(ctx); err != nil {
+	if err := i.ensureListener(ctx, nil); err != nil {
 		return nil, err
 	}
 	r := &Recording{info: i, opts: o}

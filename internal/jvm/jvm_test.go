@@ -37,6 +37,35 @@ func names(t testing.TB, text []byte) map[string]bool {
 	return out
 }
 
+// DumpOptions.Sent comes once per dump: before the caller would wait for a
+// JVM's attach listener to start (the sampler's /proc sweep need not wait
+// for it), and on a running listener once the request is written, before
+// the reply.
+func TestThreadDumpSaysWhenTheRequestIsSent(t *testing.T) {
+	p := testjvm.Start(t, testjvm.JDK17(t), "SyncSingleton", "2")
+	info := inspect(t, p.PID)
+	require.Error(t, info.listenerRunning(), "a fresh JVM has no attach listener yet")
+	calls, listening := 0, true
+	res, err := ThreadDump(context.Background(), info, DumpOptions{Sent: func() {
+		calls++
+		listening = info.listenerRunning() == nil
+	}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, calls)
+	assert.False(t, listening, "called before the listener started")
+
+	calls = 0
+	var sentAt time.Time
+	start := time.Now()
+	res, err = ThreadDump(context.Background(), info, DumpOptions{Sent: func() {
+		calls++
+		sentAt = time.Now()
+	}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, calls)
+	assert.Less(t, sentAt.Sub(start), res.Wall, "called before the reply came")
+}
+
 // A JVM whose hsperfdata names a release before 24 is spoken to in attach
 // v1 without the "getversion" probe (a round trip a one-shot waits for).
 // A JDK 25 JVM whose Info says 17 shows it: no probe, so protocol 1, which

@@ -291,7 +291,7 @@ func TestPlantedAttachSocket(t *testing.T) {
 			err := info.listenerRunning()
 			assert.ErrorContains(t, err, tc.want)
 			assert.ErrorIs(t, err, errUnsafeFile)
-			_, err = info.request(context.Background(), 1, "properties")
+			_, err = info.request(context.Background(), nil, 1, "properties")
 			assert.ErrorIs(t, err, ErrAttachFailed)
 			assert.ErrorContains(t, err, tc.want)
 		})

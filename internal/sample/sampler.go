@@ -206,13 +206,21 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 	var dumped chan struct{}
 	switch {
 	case dumping:
+		// The sweep starts once the request is on its way: started at
+		// once, its goroutines (one per CPU) would hold the CPUs while
+		// the dump's goroutine waits to send.
 		dumped = make(chan struct{})
+		sent := make(chan struct{})
 		go func() {
 			defer close(dumped)
-			jvmErr = s.takeJVM(ctx, snap)
+			jvmErr = s.takeJVM(ctx, snap, func() { close(sent) })
 		}()
+		select {
+		case <-sent:
+		case <-dumped:
+		}
 	case s.jvm != nil:
-		jvmErr = s.takeJVM(ctx, snap)
+		jvmErr = s.takeJVM(ctx, snap, nil)
 	}
 	s.threads.DeferWaits = dumping
 	buf := s.spare[:0]
@@ -274,10 +282,10 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 	return snap, nil
 }
 
-// takeJVM reads the JVM's counters and, when one is due, a thread dump. A
-// dump that fails is reported in the snapshot and retried later; one the
+// takeJVM reads the JVM's counters and, when one is due, a thread dump
+// (sent is DumpOptions.Sent for it). A dump that fails is reported in the snapshot and retried later; one the
 // JVM cannot give (attach disabled) stops the dumps with one note.
-func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot) error {
+func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot, sent func()) error {
 	if pd, err := s.jvm.ReadPerfData(); err == nil {
 		c := pd.Counters()
 		s.tickSyncTime = c.SafepointSyncTime
@@ -296,7 +304,7 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot) error {
 	if o.DumpToFile {
 		mode = jvm.ModeDumpToFile
 	}
-	res, err := jvm.ThreadDump(ctx, s.jvm, jvm.DumpOptions{Mode: mode, Locks: o.Locks, AllowJcmd: true})
+	res, err := jvm.ThreadDump(ctx, s.jvm, jvm.DumpOptions{Mode: mode, Locks: o.Locks, AllowJcmd: true, Sent: sent})
 	switch {
 	case errors.Is(err, procfs.ErrProcessGone):
 		return err
