@@ -114,9 +114,9 @@ func (f FS) CheckJVM(pid int) (bool, error) {
 // mapped files alone where it can (PROCMAP_QUERY: a 2,000-thread JVM maps
 // 80 files among 4,200 mappings); otherwise the maps text is searched.
 func (f FS) JVMLibraries(pid int) (hotspot, openj9 bool, err error) {
-	err = f.eachMappedFile(pid, func(path []byte) bool {
-		hotspot = hotspot || bytes.Contains(path, []byte(libHotSpot))
-		openj9 = openj9 || bytes.Contains(path, []byte(libOpenJ9))
+	err = f.eachMappedFile(pid, func(path string) bool {
+		hotspot = hotspot || strings.Contains(path, libHotSpot)
+		openj9 = openj9 || strings.Contains(path, libOpenJ9)
 		return !openj9 // OpenJ9 maps both
 	})
 	if !errors.Is(err, errNoProcmapQuery) {

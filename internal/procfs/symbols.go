@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -60,6 +61,11 @@ type Symbolizer struct {
 	ranges  []moduleRange
 	modules map[string]*elfModule // by path
 	cache   map[uint64]Location
+	// query, where the kernel has PROCMAP_QUERY, finds the mapping of
+	// each new address in the target's open maps, so that the maps text
+	// (two lines per thread of a JVM) is never read; noQuery: it has not.
+	query   *mapsQuery
+	noQuery bool
 }
 
 // maxCachedLocations bounds the address cache; a process can wait on any
@@ -96,12 +102,45 @@ func (s *Symbolizer) Resolve(addr uint64) (Location, error) {
 	return l, nil
 }
 
-// ReadMaps reads the target's mappings unless they have been read. The
-// sampler calls it while a thread dump is under way, so that naming futex
-// addresses after the dump does not wait for them (a JVM of 10,000
-// threads has 20,000 mappings); otherwise the first Resolve reads them,
-// and Resolve reads them again for an address outside all of them.
-func (s *Symbolizer) ReadMaps() error {
+// Prepare readies the symbolizer for Resolve: it opens the target's maps
+// for PROCMAP_QUERY (Linux 6.11+), or reads the whole maps text on an
+// older kernel (a JVM of 10,000 threads has 20,000 mappings). The sampler
+// calls it while a thread dump is under way, so that naming futex
+// addresses after the dump does not wait for it; otherwise the first
+// Resolve does it.
+func (s *Symbolizer) Prepare() error {
+	if s.query != nil || s.maps != nil {
+		return nil
+	}
+	if !s.noQuery {
+		q, err := s.fs.openMapsQuery(s.pid)
+		if err != nil {
+			return err
+		}
+		if _, _, err := q.find(0, true, false); errors.Is(err, errNoProcmapQuery) {
+			q.Close()
+			s.noQuery = true
+		} else {
+			s.query = q
+			return nil
+		}
+	}
+	return s.readMaps()
+}
+
+// Close releases the target's open maps.
+func (s *Symbolizer) Close() error {
+	if s.query == nil {
+		return nil
+	}
+	err := s.query.Close()
+	s.query = nil
+	return err
+}
+
+// readMaps reads the maps text unless it has been read (Resolve drops it
+// when an address lies outside every mapping).
+func (s *Symbolizer) readMaps() error {
 	if s.maps != nil {
 		return nil
 	}
@@ -119,7 +158,13 @@ func (s *Symbolizer) ReadMaps() error {
 }
 
 func (s *Symbolizer) resolve(addr uint64) (Location, bool, error) {
-	if err := s.ReadMaps(); err != nil {
+	if err := s.Prepare(); err != nil {
+		return Location{}, false, err
+	}
+	if s.query != nil {
+		return s.resolveByQuery(addr)
+	}
+	if err := s.readMaps(); err != nil {
 		return Location{}, false, err
 	}
 	l := Location{Address: addr}
@@ -155,6 +200,67 @@ func (s *Symbolizer) resolve(addr uint64) (Location, bool, error) {
 		}
 	}
 	return l, false, nil
+}
+
+// resolveByQuery is resolve through PROCMAP_QUERY: the mapping that covers
+// addr, and for anonymous memory the one right before it, whose .bss it
+// may be. It names addresses as resolve does from the maps text.
+func (s *Symbolizer) resolveByQuery(addr uint64) (Location, bool, error) {
+	l := Location{Address: addr}
+	m, ok, err := s.query.find(addr, false, false)
+	if err != nil || !ok {
+		return l, false, err
+	}
+	mod := m
+	if !m.FileBacked() && m.Path == "" && m.Start > 0 {
+		// A file's .bss continues past its last file-backed mapping into
+		// the anonymous one right after its private writable data.
+		prev, ok, err := s.query.find(m.Start-1, false, false)
+		if err != nil {
+			return l, false, err
+		}
+		if ok && prev.End == m.Start && prev.FileBacked() && prev.Perms == "rw-p" {
+			mod = prev
+		}
+	}
+	if !mod.FileBacked() {
+		l.Offset = addr - m.Start
+		if m.Path != "" {
+			l.Module = m.Path
+		} else {
+			l.Module = fmt.Sprintf("anonymous %s %x-%x", m.Perms, m.Start, m.End)
+		}
+		return l, true, nil
+	}
+	l.Module, l.ModulePath = filepath.Base(strings.TrimSuffix(mod.Path, " (deleted)")), mod.Path
+	em, ok := s.modules[mod.Path]
+	if !ok {
+		em = s.module(mod.Path, s.firstMapping(mod))
+	}
+	if em.err != nil {
+		l.Offset = addr - em.start
+		return l, true, nil
+	}
+	vaddr := addr - em.bias
+	l.Offset = vaddr
+	if sym, ok := em.lookup(vaddr); ok {
+		l.Symbol, l.SymbolOffset, l.SymbolSize = sym.name, vaddr-sym.value, sym.size
+	}
+	return l, true, nil
+}
+
+// firstMapping walks back from m over the mappings of the same file right
+// before it: a binary's first mapping is where the maps text's module
+// range starts.
+func (s *Symbolizer) firstMapping(m Mapping) Mapping {
+	for k := 0; k < 64 && m.Start > 0; k++ {
+		prev, ok, err := s.query.find(m.Start-1, false, false)
+		if err != nil || !ok || prev.End != m.Start || prev.Path != m.Path {
+			break
+		}
+		m = prev
+	}
+	return m
 }
 
 type moduleRange struct {
@@ -194,9 +300,11 @@ func moduleRanges(maps []Mapping) []moduleRange {
 
 // elfModule is the part of a binary's ELF data the symbolizer needs.
 type elfModule struct {
-	err  error
-	bias uint64 // load address minus link-time virtual address
-	syms []elfSymbol
+	err error
+	// start is the address of the binary's first mapping.
+	start uint64
+	bias  uint64 // load address minus link-time virtual address
+	syms  []elfSymbol
 }
 
 type elfSymbol struct {
@@ -226,7 +334,7 @@ func (s *Symbolizer) module(path string, first Mapping) *elfModule {
 	if em, ok := s.modules[path]; ok {
 		return em
 	}
-	em := &elfModule{}
+	em := &elfModule{start: first.Start}
 	s.modules[path] = em
 	file, err := openMapped(s.fs, s.pid, first)
 	if err != nil {

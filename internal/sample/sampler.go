@@ -189,8 +189,8 @@ func (s *Sampler) Notes() []string { return append([]string(nil), s.notes...) }
 func (s *Sampler) Target() Target { return s.target }
 
 // Close stops a JFR recording Run left (Run stops its own) and releases
-// the open task directory.
-func (s *Sampler) Close() error { return errors.Join(s.stopJFR(), s.threads.Close()) }
+// the open task directory and maps.
+func (s *Sampler) Close() error { return errors.Join(s.stopJFR(), s.threads.Close(), s.sym.Close()) }
 
 // Take takes one snapshot. It returns an error wrapping
 // procfs.ErrProcessGone once the target has exited.
@@ -247,9 +247,10 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 		snap.Host = h
 	}
 	if dumped != nil {
-		// Naming futexes after the dump needs the mappings; reading
-		// them now costs the dump's wait, not the result's.
-		s.sym.ReadMaps()
+		// Naming futexes after the dump needs the mappings (or, on an
+		// older kernel, the whole maps text): ready now, they cost the
+		// dump's wait, not the result's.
+		s.sym.Prepare()
 		<-dumped
 	}
 	if jvmErr != nil {
