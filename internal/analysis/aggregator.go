@@ -61,8 +61,11 @@ type Aggregator struct {
 	sampled time.Duration
 
 	// Thread dumps.
-	dumps          int
-	lastDump       *threaddump.Dump
+	dumps    int
+	lastDump *threaddump.Dump
+	// lastDumpPools are PoolName of the names of lastDump.Threads, by
+	// index: the pools of the last dump's table (build.go).
+	lastDumpPools  []string
 	firstDumpT     time.Time
 	lastDumpT      time.Time
 	deadlocks      map[string]*deadlockAgg

@@ -51,7 +51,7 @@ func (a *Aggregator) summary(full bool) *Summary {
 		// The last dump's tables change only with the next dump: computed
 		// once per dump, not on every scrape.
 		if a.lastDumpTables.dump != d {
-			a.lastDumpTables.dump, a.lastDumpTables.pools, a.lastDumpTables.groups = d, dumpPools(d), stackGroups(d)
+			a.lastDumpTables.dump, a.lastDumpTables.pools, a.lastDumpTables.groups = d, dumpPools(d, a.lastDumpPools), stackGroups(d)
 		}
 		s.Pools = append(make([]PoolSummary, 0, len(a.lastDumpTables.pools)), a.lastDumpTables.pools...)
 		if full {
@@ -110,11 +110,13 @@ func (a *Aggregator) deadlockSummaries() []DeadlockSummary {
 	return out
 }
 
-func dumpPools(d *threaddump.Dump) []PoolSummary {
+// dumpPools is the pool table of d; pools are PoolName of the names of
+// d.Threads, by index.
+func dumpPools(d *threaddump.Dump, pools []string) []PoolSummary {
 	by := map[string]*PoolSummary{}
 	for i := range d.Threads {
 		t := &d.Threads[i]
-		n := PoolName(t.Name)
+		n := pools[i]
 		p := by[n]
 		if p == nil {
 			p = &PoolSummary{Name: n, States: map[string]int{}}
@@ -136,29 +138,42 @@ const maxStackGroups = 20
 
 func stackGroups(d *threaddump.Dump) []StackGroup {
 	type group struct {
-		g StackGroup
+		g     StackGroup
+		state threaddump.State
 	}
 	by := map[string]*group{}
 	var order []*group
 	// The key is built in a reused buffer and looked up without a copy;
 	// only a new group allocates its key.
 	var key []byte
+	// Threads with one stack often share one Frames slice: the key of a
+	// slice (in the state it was last seen in) is built and looked up
+	// once.
+	byRef := map[stackRef]*group{}
 	for i := range d.Threads {
 		t := &d.Threads[i]
 		if len(t.Frames) == 0 {
 			continue
 		}
-		key = append(append(key[:0], t.State...), '|')
-		key = appendStackKey(key, t)
-		g := by[string(key)]
+		r := stackRef{&t.Frames[0], len(t.Frames)}
+		g := byRef[r]
+		if g != nil && g.state != t.State {
+			g = nil
+		}
 		if g == nil {
-			frames := make([]string, 0, len(t.Frames))
-			for _, f := range t.Frames {
-				frames = append(frames, f.String())
+			key = append(append(key[:0], t.State...), '|')
+			key = appendStackKey(key, t)
+			g = by[string(key)]
+			if g == nil {
+				frames := make([]string, 0, len(t.Frames))
+				for _, f := range t.Frames {
+					frames = append(frames, f.String())
+				}
+				g = &group{g: StackGroup{State: stateName(t.State), Frames: frames}, state: t.State}
+				by[string(key)] = g
+				order = append(order, g)
 			}
-			g = &group{g: StackGroup{State: stateName(t.State), Frames: frames}}
-			by[string(key)] = g
-			order = append(order, g)
+			byRef[r] = g
 		}
 		g.g.Threads++
 		if len(g.g.Names) < 5 {

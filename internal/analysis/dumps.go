@@ -17,8 +17,8 @@ import (
 // Java thread runs on which OS thread, and which lock each waiter queues on.
 type dumpTick struct {
 	dump *threaddump.Dump
-	// byTID maps the OS thread id (nid) to the Java thread.
-	byTID map[int]*threaddump.Thread
+	// pools are PoolName of the names of dump.Threads, by index.
+	pools []string
 	// waitsOn maps each queued thread to its lock's ID.
 	waitsOn map[*threaddump.Thread]string
 	// lockPools counts, per lock ID, its waiters by pool.
@@ -115,18 +115,12 @@ func (a *Aggregator) addDump(s *sample.Snapshot, dt time.Duration) dumpTick {
 		}
 		a.warn(prefixSource(s.Source, d, fmt.Sprintf("%d lines not understood%s", d.UnknownLines, ex)))
 	}
-	tick := dumpTick{dump: d, byTID: map[int]*threaddump.Thread{}, waitsOn: map[*threaddump.Thread]string{}, lockWaiters: map[string][]*threaddump.Thread{}}
-	for i := range d.Threads {
-		t := &d.Threads[i]
-		if t.OSThreadID > 0 {
-			tick.byTID[int(t.OSThreadID)] = t
-		}
-	}
+	tick := dumpTick{dump: d, pools: a.dumpPoolNames(d), waitsOn: map[*threaddump.Thread]string{}, lockWaiters: map[string][]*threaddump.Thread{}}
 	locks := d.Locks()
 	a.addJavaLocks(withoutSuspects(locks), a.dumpSpan(s), &tick, seq)
 	a.addDeadlocks(d, locks, seq)
 	a.addJavaThreads(d, s.Time, seq, ownersOfWaits(locks))
-	a.addStacks(d, tick.waitsOn)
+	a.addStacks(d, tick.pools, tick.waitsOn)
 
 	states := map[string]int{}
 	for i := range d.Threads {
@@ -143,6 +137,28 @@ func (a *Aggregator) addDump(s *sample.Snapshot, dt time.Duration) dumpTick {
 		}
 	}
 	return tick
+}
+
+// dumpPoolNames returns PoolName of the names of d.Threads, by index, and
+// keeps them for the Summary's pool table of the last dump: computed once
+// per dump for the stack labels, the live threads and the pool table.
+func (a *Aggregator) dumpPoolNames(d *threaddump.Dump) []string {
+	pools := make([]string, len(d.Threads))
+	// A dump has a few pools of many threads: each pool's name is
+	// allocated once, the others are found by their bytes.
+	seen := map[string]string{}
+	var buf []byte
+	for i := range d.Threads {
+		name := d.Threads[i].Name
+		var ok bool
+		buf = appendPoolName(buf[:0], name)
+		if pools[i], ok = seen[string(buf)]; !ok {
+			pools[i] = string(buf)
+			seen[pools[i]] = pools[i]
+		}
+	}
+	a.lastDumpPools = pools
+	return pools
 }
 
 // dumpSpan is the time a dump stands for: the time since the previous dump
@@ -327,30 +343,44 @@ func (a *Aggregator) addJavaThreads(d *threaddump.Dump, when time.Time, seq int,
 	if when.IsZero() {
 		when = d.Time
 	}
+	// A first dump fills the table: sized once, not grown step by step,
+	// and its threads allocated together (slab never grows).
+	var slab []threadAgg
+	if len(a.jthreads) == 0 {
+		a.jthreads = make(map[threadKey]*threadAgg, len(d.Threads))
+		slab = make([]threadAgg, 0, len(d.Threads))
+	}
 	// Threads of one dump often share one Frames slice (the parser keeps
-	// identical stacks once): each is hashed once.
-	hashes := map[stackRef]uint64{}
+	// identical stacks once): each is hashed, and its top frame named, once.
+	type stackInfo struct {
+		hash uint64
+		top  string
+	}
+	stacks := map[stackRef]stackInfo{}
 	for i := range d.Threads {
 		t := &d.Threads[i]
 		k := threadKey{name: t.Name, id: t.ID, os: t.OSThreadID}
 		ta := a.jthreads[k]
-		var stack uint64
+		var si stackInfo
 		if len(t.Frames) > 0 {
 			r := stackRef{&t.Frames[0], len(t.Frames)}
-			h, ok := hashes[r]
-			if !ok {
-				h = stackHash(t.Frames)
-				hashes[r] = h
+			var ok bool
+			if si, ok = stacks[r]; !ok {
+				si = stackInfo{stackHash(t.Frames), t.Frames[0].String()}
+				stacks[r] = si
 			}
-			stack = h
 		}
+		stack := si.hash
 		owner := waitOwner[t]
 		if ta == nil {
-			top := ""
-			if len(t.Frames) > 0 {
-				top = t.Frames[0].String()
+			top := si.top
+			if len(slab) < cap(slab) {
+				slab = slab[:len(slab)+1]
+				ta = &slab[len(slab)-1]
+			} else {
+				ta = new(threadAgg)
 			}
-			ta = &threadAgg{firstCPU: t.CPU, firstElapsed: t.Elapsed, firstTime: when, hasCPU: t.HasCPU, stack: stack, sameStack: true, state: t.State, topFrame: top, waitOwner: owner}
+			*ta = threadAgg{firstCPU: t.CPU, firstElapsed: t.Elapsed, firstTime: when, hasCPU: t.HasCPU, stack: stack, sameStack: true, state: t.State, topFrame: top, waitOwner: owner}
 			a.jthreads[k] = ta
 		} else if stack != ta.stack || t.State != ta.state || owner != ta.waitOwner {
 			ta.sameStack = false
@@ -410,38 +440,63 @@ func appendStackKey(b []byte, t *threaddump.Thread) []byte {
 	return b
 }
 
-func (a *Aggregator) addStacks(d *threaddump.Dump, waitsOn map[*threaddump.Thread]string) {
-	for _, t := range d.AllThreads() {
+// addStacks counts the dump's stacks; pools are PoolName of the names of
+// d.Threads, by index.
+func (a *Aggregator) addStacks(d *threaddump.Dump, pools []string, waitsOn map[*threaddump.Thread]string) {
+	// Threads with one stack often share one Frames slice: its key is
+	// built and looked up once.
+	byRef := map[stackRef]*FoldedStack{}
+	count := func(t *threaddump.Thread, pool string) {
 		if len(t.Frames) == 0 {
-			continue
+			return
 		}
-		// The key is built in a reused buffer and looked up without a copy;
-		// only a stack seen for the first time allocates its frames. A
-		// 4,000-thread dump is mostly stacks seen before.
-		key := a.foldKey[:0]
-		for i := len(t.Frames) - 1; i >= 0; i-- {
-			if i < len(t.Frames)-1 {
-				key = append(key, ';')
-			}
-			key = append(key, t.Frames[i].Class...)
-			key = append(key, '.')
-			key = append(key, t.Frames[i].Method...)
-		}
-		a.foldKey = key
-		fs := a.stacks[string(key)]
+		r := stackRef{&t.Frames[0], len(t.Frames)}
+		fs := byRef[r]
 		if fs == nil {
-			frames := make([]string, len(t.Frames))
-			for i, f := range t.Frames {
-				frames[len(t.Frames)-1-i] = f.Function()
-			}
-			fs = &FoldedStack{Frames: frames, ByLabel: map[StackLabel]int{}}
-			a.stacks[string(key)] = fs
+			fs = a.foldedStack(t.Frames)
+			byRef[r] = fs
 		}
-		countStack(fs, StackLabel{State: stateName(t.State), Pool: PoolName(t.Name)}, waitsOn[t])
+		countStack(fs, StackLabel{State: stateName(t.State), Pool: pool}, waitsOn[t])
+	}
+	// In the order of AllThreads: each thread, then the virtual thread
+	// mounted on it.
+	for i := range d.Threads {
+		t := &d.Threads[i]
+		count(t, pools[i])
+		if m := t.Mounted; m != nil {
+			count(m, PoolName(m.Name))
+		}
 	}
 	if len(a.stacks) > a.opts.MaxStacks {
 		a.pruneStacks()
 	}
+}
+
+// foldedStack returns the entry of frames (top first) in the stack table,
+// creating it. The key is built in a reused buffer and looked up without a
+// copy; only a stack seen for the first time allocates its frames. A
+// 4,000-thread dump is mostly stacks seen before.
+func (a *Aggregator) foldedStack(fr []threaddump.Frame) *FoldedStack {
+	key := a.foldKey[:0]
+	for i := len(fr) - 1; i >= 0; i-- {
+		if i < len(fr)-1 {
+			key = append(key, ';')
+		}
+		key = append(key, fr[i].Class...)
+		key = append(key, '.')
+		key = append(key, fr[i].Method...)
+	}
+	a.foldKey = key
+	fs := a.stacks[string(key)]
+	if fs == nil {
+		frames := make([]string, len(fr))
+		for i, f := range fr {
+			frames[len(fr)-1-i] = f.Function()
+		}
+		fs = &FoldedStack{Frames: frames, ByLabel: map[StackLabel]int{}}
+		a.stacks[string(key)] = fs
+	}
+	return fs
 }
 
 func countStack(fs *FoldedStack, label StackLabel, lock string) {

@@ -53,6 +53,7 @@ type osAgg struct {
 type javaInfo struct {
 	name  string
 	state threaddump.State
+	pool  string // PoolName(name)
 }
 
 // osKey identifies an OS thread across samples: tids are reused, start
@@ -166,15 +167,6 @@ func (o *osAgg) total() counters {
 	return o.exited.add(o.live)
 }
 
-// name is the thread's Java name when a dump named it, its OS name
-// otherwise.
-func (o *osAgg) name(tid int, comm string) string {
-	if j, ok := o.java[tid]; ok && j.name != "" {
-		return j.name
-	}
-	return comm
-}
-
 // addLive feeds the /proc part of a snapshot.
 func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick) {
 	o := a.os
@@ -188,25 +180,40 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 		// A new dump: refresh the tid → Java thread map.
 		clear(o.java)
 		o.javaGen++
-		for tid, jt := range tick.byTID {
-			o.java[tid] = javaInfo{name: jt.Name, state: jt.State}
+		if len(o.java) == 0 && len(tick.dump.Threads) > 0 {
+			o.java = make(map[int]javaInfo, len(tick.dump.Threads))
+		}
+		// By native id; of two threads with one id (a damaged dump) the
+		// later one counts.
+		for i := range tick.dump.Threads {
+			jt := &tick.dump.Threads[i]
+			if jt.OSThreadID > 0 {
+				o.java[int(jt.OSThreadID)] = javaInfo{name: jt.Name, state: jt.State, pool: tick.pools[i]}
+			}
 		}
 	}
 	o.lastThreads = len(s.Threads)
-	o.osStates = map[string]int{}
 	// The sweep lists threads in the same order tick after tick, so the
 	// previous tick's thread at the same place is usually this one: a
 	// 10,000-thread sample then costs no lookup in the table per thread.
 	prev := o.cur
 	o.cur = o.cur[:0]
+	if cap(o.cur) < len(s.Threads) {
+		o.cur = make([]*osThreadAgg, 0, len(s.Threads))
+	}
+	// The first sample's threads are allocated together (later ones, a
+	// few at a time, one by one); slab never grows.
+	var slab []osThreadAgg
 	if len(o.threads) == 0 {
 		o.threads = make(map[osKey]*osThreadAgg, len(s.Threads))
+		slab = make([]osThreadAgg, 0, len(s.Threads))
 	}
+	var byState [256]int
 	seenNow := 0
 	running := 0
 	for i := range s.Threads {
 		t := &s.Threads[i]
-		o.osStates[osStateName(t.State)]++
+		byState[t.State]++
 		if t.State == 'R' {
 			running++
 		}
@@ -219,7 +226,12 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 			ta = o.threads[k]
 		}
 		if ta == nil {
-			ta = &osThreadAgg{key: k, firstT: s.Time}
+			if len(slab) < cap(slab) {
+				slab = append(slab, osThreadAgg{key: k, firstT: s.Time})
+				ta = &slab[len(slab)-1]
+			} else {
+				ta = &osThreadAgg{key: k, firstT: s.Time}
+			}
 			if n == 1 {
 				ta.base = c // it ran before the run started
 			}
@@ -230,10 +242,20 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 			seenNow++
 		}
 		if ta.javaGen != o.javaGen || ta.comm != t.Name || ta.pool == "" {
-			if name := o.name(t.TID, t.Name); name != ta.name || ta.pool == "" {
-				ta.name, ta.pool = name, PoolName(name)
+			// The Java name and its pool when a dump named the thread,
+			// its OS name (and a pool to work out) otherwise.
+			j, isJava := o.java[t.TID]
+			name, pool := t.Name, ""
+			if isJava && j.name != "" {
+				name, pool = j.name, j.pool
 			}
-			if j, ok := o.java[t.TID]; ok {
+			if name != ta.name || ta.pool == "" {
+				if pool == "" {
+					pool = PoolName(name)
+				}
+				ta.name, ta.pool = name, pool
+			}
+			if isJava {
 				ta.javaState = j.state
 			}
 			ta.comm, ta.javaGen = t.Name, o.javaGen
@@ -251,6 +273,12 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 		}
 	}
 	o.runnableSum += running
+	o.osStates = map[string]int{}
+	for st, c := range byState {
+		if c > 0 {
+			o.osStates[osStateName(byte(st))] += c
+		}
+	}
 	// Threads not seen in this sample exited: fold their counters into the
 	// totals and forget them, so memory follows the live thread count.
 	for k, ta := range o.threads {

@@ -74,11 +74,12 @@ func (a *Aggregator) liveSummary(s *Summary, full bool) {
 			if ta.javaState == "" {
 				continue
 			}
-			p := ta.pool
-			if byPool[p] == nil {
-				byPool[p] = map[string]int{}
+			st := byPool[ta.pool]
+			if st == nil {
+				st = map[string]int{}
+				byPool[ta.pool] = st
 			}
-			byPool[p][stateName(ta.javaState)]++
+			st[stateName(ta.javaState)]++
 		}
 		for i := range s.Pools {
 			if st := byPool[s.Pools[i].Name]; st != nil {

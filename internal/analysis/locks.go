@@ -357,12 +357,6 @@ func (a *Aggregator) identifyJavaLocks(locks []*threaddump.LockInfo, seq int) []
 	if ix.byAddr == nil {
 		ix.byAddr = map[string]string{}
 	}
-	present := map[string]bool{}
-	for _, li := range locks {
-		if li.Lock.Address != "" {
-			present[addrKey(string(li.Kind), li.Lock.Address)] = true
-		}
-	}
 	var order []*javaObs
 	byLock := map[*lockAgg]*javaObs{}
 	add := func(la *lockAgg, site string, li *threaddump.LockInfo) {
@@ -402,6 +396,18 @@ func (a *Aggregator) identifyJavaLocks(locks []*threaddump.LockInfo, seq int) []
 	}
 	// Moved locks: candidates were seen in the previous dump, at an
 	// address this dump no longer has, with the same class and wait site.
+	// present holds the dump's addresses by kind; only needed (and built)
+	// when some lock is not where it was.
+	type kindAddr struct{ kind, addr string }
+	var present map[kindAddr]bool
+	if len(unmatched) > 0 {
+		present = make(map[kindAddr]bool, len(locks))
+		for _, li := range locks {
+			if li.Lock.Address != "" {
+				present[kindAddr{string(li.Kind), li.Lock.Address}] = true
+			}
+		}
+	}
 	cands := make([][]*lockAgg, len(unmatched))
 	claims := map[*lockAgg]int{}
 	for i, u := range unmatched {
@@ -410,7 +416,7 @@ func (a *Aggregator) identifyJavaLocks(locks []*threaddump.LockInfo, seq int) []
 		for _, la := range a.locks {
 			if la.kind == kind && la.class == u.li.Lock.Class && la.site == u.site &&
 				la.lastSeq == seq-1 && la.lastAddr != "" && byLock[la] == nil &&
-				!present[addrKey(kind, la.lastAddr)] {
+				!present[kindAddr{kind, la.lastAddr}] {
 				cs = append(cs, la)
 			}
 		}

@@ -32,6 +32,25 @@ func PoolName(name string) string {
 	return b.String()
 }
 
+// appendPoolName appends PoolName(name) to b, for a caller that looks the
+// pool up before it allocates one.
+func appendPoolName(b []byte, name string) []byte {
+	inDigits := false
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= '0' && c <= '9' {
+			if !inDigits {
+				b = append(b, 'N')
+			}
+			inDigits = true
+			continue
+		}
+		inDigits = false
+		b = append(b, c)
+	}
+	return b
+}
+
 // poolAgg follows one pool over a live run: its size against the number
 // of connections, to tell which pools grow with the users.
 type poolAgg struct {
@@ -56,6 +75,9 @@ type serAcc struct {
 // against connections, and accumulates serialization for futex locks.
 func (a *Aggregator) addPools(s *sample.Snapshot, futexWaiters map[string][]int) {
 	o := a.os
+	if s.Connections == nil && len(futexWaiters) == 0 {
+		return // nothing reads the pools' sizes
+	}
 	size := map[string]int{}
 	running := map[string]int{}
 	for i := range s.Threads {
@@ -115,7 +137,7 @@ func (a *Aggregator) addSerialization(tick dumpTick) {
 	running := map[string]int{}
 	for i := range tick.dump.Threads {
 		t := &tick.dump.Threads[i]
-		p := PoolName(t.Name)
+		p := tick.pools[i]
 		size[p]++
 		if t.State == threaddump.StateRunnable && (len(t.Frames) == 0 || !isIdleFrame(t.Frames[0].String())) {
 			running[p]++

@@ -1,7 +1,8 @@
 package threaddump
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strings"
 )
 
@@ -171,46 +172,79 @@ func (d *Dump) AllThreads() []*Thread {
 // class and address.
 func (d *Dump) Locks() []*LockInfo {
 	threads := d.AllThreads()
-	byAddr := map[string]*LockInfo{}
-	get := func(l Lock, kind LockKind) *LockInfo {
-		li := byAddr[l.Address]
-		if li == nil {
-			li = &LockInfo{Kind: kind, Lock: l, OwnerFrame: -1}
-			byAddr[l.Address] = li
+	// entry is a lock of the table and its signals: waits for a signal
+	// that are neither idle by their frames nor made contention by a held
+	// lock; they are contention when a thread works in the same code (see
+	// releaser), idle otherwise.
+	type entry struct {
+		li      *LockInfo
+		signals []Waiter
+	}
+	// Every lock is named by some thread's event: their number bounds the
+	// table, which is then built without growing.
+	events := 0
+	for _, t := range threads {
+		events += len(t.Locks) + len(t.OwnableSynchronizers)
+	}
+	byAddr := make(map[string]int, events) // index in entries
+	entries := make([]entry, 0, events)
+	// The LockInfos are allocated together; slab never grows, so the
+	// pointers into it stay valid.
+	slab := make([]LockInfo, 0, events)
+	get := func(l Lock, kind LockKind) int {
+		i, ok := byAddr[l.Address]
+		if !ok {
+			i = len(entries)
+			var li *LockInfo
+			if len(slab) < cap(slab) {
+				slab = append(slab, LockInfo{Kind: kind, Lock: l, OwnerFrame: -1})
+				li = &slab[len(slab)-1]
+			} else {
+				li = &LockInfo{Kind: kind, Lock: l, OwnerFrame: -1}
+			}
+			entries = append(entries, entry{li: li})
+			byAddr[l.Address] = i
 		}
-		if li.Lock.Class == "" {
+		if li := entries[i].li; li.Lock.Class == "" {
 			li.Lock.Class = l.Class
 		}
-		return li
+		return i
 	}
-	// signals are waits for a signal that are neither idle by their frames
-	// nor made contention by a held lock: they are contention when a
-	// thread works in the same code (see releaser), idle otherwise.
-	signals := map[*LockInfo][]Waiter{}
-	for _, t := range threads {
-		if ev, ok := t.BlockedOn(); ok {
+	// working marks the threads neither queued on a lock nor waiting for
+	// a signal: the candidates of releaser.
+	working := make([]bool, len(threads))
+	signal := signalWaits{}
+	for ti, t := range threads {
+		blocked, isBlocked := t.BlockedOn()
+		if isBlocked {
 			kind := KindMonitor
-			if ev.Action == LockParking {
+			if blocked.Action == LockParking {
 				kind = KindSynchronizer
 			}
-			li := get(ev.Lock, kind)
-			li.Waiters = append(li.Waiters, Waiter{Thread: t, Action: ev.Action, Kind: blockedKind(ev), Frame: ev.Frame})
+			i := get(blocked.Lock, kind) // may grow entries: index it after
+			li := entries[i].li
+			li.Waiters = append(li.Waiters, Waiter{Thread: t, Action: blocked.Action, Kind: blockedKind(blocked), Frame: blocked.Frame})
 		}
-		if ev, ok := t.WaitsOn(); ok {
+		ev, waits := t.WaitsOn()
+		working[ti] = !isBlocked && !waits
+		if waits {
 			kind := KindMonitor
 			if ev.Action == LockParking {
 				kind = KindSynchronizer
 			}
-			li := get(ev.Lock, kind)
-			w := Waiter{Thread: t, Action: ev.Action, Kind: signalKind(t, ev), Frame: ev.Frame}
+			i := get(ev.Lock, kind)
+			e := &entries[i]
+			li := e.li
+			waitKind, idle := signal.of(t, ev)
+			w := Waiter{Thread: t, Action: ev.Action, Kind: waitKind, Frame: ev.Frame}
 			switch {
 			case holdsOther(t, ev.Lock.Address):
 				// Whoever needs what it holds waits too.
 				li.Waiters = append(li.Waiters, w)
-			case idleWait(t, ev):
+			case idle:
 				li.Waiting = append(li.Waiting, w)
 			default:
-				signals[li] = append(signals[li], w)
+				e.signals = append(e.signals, w)
 			}
 		}
 	}
@@ -222,7 +256,8 @@ func (d *Dump) Locks() []*LockInfo {
 			if ev.Action != LockLocked || ev.Lock.Address == "" || t.releasedByWait(ev.Lock.Address) {
 				continue
 			}
-			li := get(ev.Lock, KindMonitor)
+			i := get(ev.Lock, KindMonitor)
+			li := entries[i].li
 			if li.Owner == nil {
 				li.Owner, li.OwnerFrame = t, ev.Frame
 			} else if li.Owner == t && ev.Frame > li.OwnerFrame {
@@ -230,7 +265,8 @@ func (d *Dump) Locks() []*LockInfo {
 			}
 		}
 		for _, s := range t.OwnableSynchronizers {
-			li := get(s, KindSynchronizer)
+			i := get(s, KindSynchronizer)
+			li := entries[i].li
 			li.Kind = KindSynchronizer
 			if li.Owner == nil {
 				li.Owner = t
@@ -253,14 +289,15 @@ func (d *Dump) Locks() []*LockInfo {
 				byID[x.ID] = x
 			}
 		}
-		if li := byAddr[ev.Lock.Address]; li != nil && li.Owner == nil {
-			li.Owner = byID[t.ParkBlockerOwner]
+		if i, ok := byAddr[ev.Lock.Address]; ok && entries[i].li.Owner == nil {
+			entries[i].li.Owner = byID[t.ParkBlockerOwner]
 		}
 	}
 	// Class initialization: the owner is the thread running the class's
 	// static initializer.
-	for addr, li := range byAddr {
-		if !strings.HasPrefix(addr, "class-init:") || li.Owner != nil {
+	for i := range entries {
+		li := entries[i].li
+		if !strings.HasPrefix(li.Lock.Address, "class-init:") || li.Owner != nil {
 			continue
 		}
 		for _, t := range threads {
@@ -270,20 +307,23 @@ func (d *Dump) Locks() []*LockInfo {
 			}
 		}
 	}
-	out := make([]*LockInfo, 0, len(byAddr))
-	work := &workIndex{threads: threads}
+	out := make([]*LockInfo, 0, len(entries))
+	work := &workIndex{threads: threads, working: working}
 	instances := map[string]int{}
-	for _, li := range byAddr {
-		instances[li.Lock.Class]++
+	for i := range entries {
+		instances[entries[i].li.Lock.Class]++
 	}
-	for _, li := range byAddr {
+	for i := range entries {
+		li, ws := entries[i].li, entries[i].signals
 		li.ReleaserFrame = -1
-		if ws := signals[li]; len(ws) > 0 || li.Owner == nil {
+		if len(ws) > 0 || li.Owner == nil {
 			r, f, evidence := releaser(li, ws, work, instances)
+			// ws is this lock's own: it becomes the list when there is
+			// none yet, not copied.
 			if evidence {
-				li.Waiters = append(li.Waiters, ws...)
+				li.Waiters = appendOrTake(li.Waiters, ws)
 			} else {
-				li.Waiting = append(li.Waiting, ws...)
+				li.Waiting = appendOrTake(li.Waiting, ws)
 			}
 			if li.Owner == nil {
 				li.Releaser, li.ReleaserFrame = r, f
@@ -291,17 +331,135 @@ func (d *Dump) Locks() []*LockInfo {
 		}
 		out = append(out, li)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if len(a.Waiters) != len(b.Waiters) {
-			return len(a.Waiters) > len(b.Waiters)
-		}
-		if a.Lock.Class != b.Lock.Class {
-			return a.Lock.Class < b.Lock.Class
-		}
-		return a.Lock.Address < b.Lock.Address
-	})
+	sortLocks(out)
 	return out
+}
+
+// appendOrTake appends ws to list, or returns ws itself when list is
+// empty: ws must be the caller's own, used nowhere else after.
+func appendOrTake(list, ws []Waiter) []Waiter {
+	if len(list) == 0 && len(ws) > 0 {
+		return ws
+	}
+	return append(list, ws...)
+}
+
+// sortLocks orders a lock table by number of waiters (most first), then
+// class and address. Addresses are the table's keys: no two locks compare
+// equal, so the order does not depend on the sort. A dump of thousands of
+// locks has few classes and fixed-width hexadecimal addresses, so the keys
+// are compared as numbers: a class's rank among the table's classes, and
+// an address's value where its text is of the form whose order the value
+// keeps (see hexAddress); as text otherwise.
+func sortLocks(out []*LockInfo) {
+	type sortKey struct {
+		waiters, class int
+		addr           uint64
+		hex            bool
+		li             *LockInfo
+	}
+	classes := map[string]int{}
+	for _, li := range out {
+		classes[li.Lock.Class] = 0
+	}
+	names := make([]string, 0, len(classes))
+	for c := range classes {
+		names = append(names, c)
+	}
+	slices.Sort(names)
+	for i, c := range names {
+		classes[c] = i
+	}
+	keys := make([]sortKey, len(out))
+	for i, li := range out {
+		addr, hex := hexAddress(li.Lock.Address)
+		keys[i] = sortKey{len(li.Waiters), classes[li.Lock.Class], addr, hex, li}
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
+		if a.waiters != b.waiters {
+			return cmp.Compare(b.waiters, a.waiters)
+		}
+		if a.class != b.class {
+			return cmp.Compare(a.class, b.class)
+		}
+		if a.hex && b.hex {
+			return cmp.Compare(a.addr, b.addr)
+		}
+		return strings.Compare(a.li.Lock.Address, b.li.Lock.Address)
+	})
+	for i := range keys {
+		out[i] = keys[i].li
+	}
+}
+
+// hexAddress reads an address of the form HotSpot prints, "0x" and 16
+// lowercase hexadecimal digits. Two such texts are in the order of their
+// values: same length, and the digits' bytes in the order of the digits.
+func hexAddress(s string) (uint64, bool) {
+	if len(s) != 18 || s[0] != '0' || s[1] != 'x' {
+		return 0, false
+	}
+	var v uint64
+	for i := 2; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | uint64(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | uint64(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+// signalWaits caches signalKind and idleWait by what they read: the
+// frames from the wait on, the action and (signalKind) the blocker's
+// class; nothing else of the thread (waits.go: a change there that reads
+// more must add it to the key). Threads with one stack share one Frames
+// slice (see Thread.Frames), and a pool of a thousand idle workers then
+// costs one look at their frames, not a thousand.
+type signalWaits map[signalWaitKey]signalWait
+
+type signalWaitKey struct {
+	stack  stackRef
+	frame  int
+	action LockAction
+}
+
+type signalWait struct {
+	class string
+	kind  WaitKind
+	idle  bool
+}
+
+// of returns signalKind(t, ev) and idleWait(t, ev).
+func (c signalWaits) of(t *Thread, ev LockEvent) (WaitKind, bool) {
+	if len(t.Frames) == 0 {
+		return signalKind(t, ev), idleWait(t, ev)
+	}
+	k := signalWaitKey{refOf(t.Frames), ev.Frame, ev.Action}
+	v, ok := c[k]
+	if !ok || v.class != ev.Lock.Class {
+		v = signalWait{ev.Lock.Class, signalKind(t, ev), idleWait(t, ev)}
+		c[k] = v
+	}
+	return v.kind, v.idle
+}
+
+// stackRef identifies a Frames slice by its memory: equal refs are equal
+// frames.
+type stackRef struct {
+	first *Frame
+	n     int
+}
+
+func refOf(frames []Frame) stackRef {
+	if len(frames) == 0 {
+		return stackRef{}
+	}
+	return stackRef{&frames[0], len(frames)}
 }
 
 // releaser finds, for a lock whose waiters wait for a signal, the threads
@@ -322,13 +480,18 @@ func (d *Dump) Locks() []*LockInfo {
 func releaser(li *LockInfo, signals []Waiter, work *workIndex, instances map[string]int) (named *Thread, frame int, evidence bool) {
 	var section Frame
 	found := false
-	for _, w := range append(append([]Waiter(nil), signals...), li.Waiters...) {
-		if w.Kind != WaitObject && w.Kind != WaitCondition && w.Kind != WaitRelock {
-			continue
-		}
-		for i := max(w.Frame, 0); i < len(w.Thread.Frames); i++ {
-			if f := w.Thread.Frames[i]; !IsJDKClass(f.Class) {
-				section, found = f, true
+	for _, ws := range [2][]Waiter{signals, li.Waiters} {
+		for _, w := range ws {
+			if w.Kind != WaitObject && w.Kind != WaitCondition && w.Kind != WaitRelock {
+				continue
+			}
+			for i := max(w.Frame, 0); i < len(w.Thread.Frames); i++ {
+				if f := w.Thread.Frames[i]; !IsJDKClass(f.Class) {
+					section, found = f, true
+					break
+				}
+			}
+			if found {
 				break
 			}
 		}
@@ -343,25 +506,48 @@ func releaser(li *LockInfo, signals []Waiter, work *workIndex, instances map[str
 	if !found && ownClass == "" {
 		return nil, -1, false
 	}
-	waiting := map[*Thread]bool{}
-	for _, ws := range [][]Waiter{signals, li.Waiters, li.Waiting} {
-		for _, w := range ws {
-			waiting[w.Thread] = true
+	waiters := [3][]Waiter{signals, li.Waiters, li.Waiting}
+	// Most locks have a waiter or two: a look through them costs less than
+	// a set of them.
+	var waitingSet map[*Thread]bool
+	if len(signals)+len(li.Waiters)+len(li.Waiting) > 8 {
+		waitingSet = map[*Thread]bool{}
+		for _, ws := range waiters {
+			for _, w := range ws {
+				waitingSet[w.Thread] = true
+			}
 		}
+	}
+	waiting := func(t *Thread) bool {
+		if waitingSet != nil {
+			return waitingSet[t]
+		}
+		for _, ws := range waiters {
+			for _, w := range ws {
+				if w.Thread == t {
+					return true
+				}
+			}
+		}
+		return false
 	}
 	work.build()
 	// pick is the first runnable thread of hits not waiting on the lock,
-	// else the first one; n counts them.
+	// else the first one (first in the order of threads); n counts them.
 	pick := func(hits []frameHit) (best *Thread, bestFrame, n int) {
 		bestFrame = -1
+		bestIdx := -1
 		for _, h := range hits {
-			t := work.threads[h.thread]
-			if waiting[t] {
-				continue
-			}
-			n++
-			if best == nil || t.State == StateRunnable && best.State != StateRunnable {
-				best, bestFrame = t, h.frame
+			for _, ti := range work.stacks[h.stack] {
+				t := work.threads[ti]
+				if waiting(t) {
+					continue
+				}
+				n++
+				run, bestRun := t.State == StateRunnable, best != nil && best.State == StateRunnable
+				if best == nil || run && !bestRun || run == bestRun && ti < bestIdx {
+					best, bestFrame, bestIdx = t, h.frame, ti
+				}
 			}
 		}
 		return best, bestFrame, n
@@ -385,19 +571,28 @@ func releaser(li *LockInfo, signals []Waiter, work *workIndex, instances map[str
 // for a signal themselves (the candidates of releaser) by lookup, built
 // once per lock table: scanning every thread's frames for every lock made
 // a dump of a few thousand threads, each waiting on an object of its own,
-// cost locks x threads x frames (0.2 s of CPU for 2,000 threads).
+// cost locks x threads x frames (0.2 s of CPU for 2,000 threads). It
+// indexes each distinct Frames slice once (threads with one stack share
+// one), then lists the threads that run it.
 type workIndex struct {
-	threads  []*Thread
-	built    bool
+	threads []*Thread
+	// working marks the candidates: threads neither queued on a lock
+	// (re-locking another object after its own wait) nor waiting for a
+	// signal themselves (on another object).
+	working []bool
+	built   bool
+	// stacks lists, per distinct Frames slice, the indexes in threads of
+	// the working threads that run it, in order.
+	stacks   [][]int
 	byMethod map[methodKey][]frameHit
 	byClass  map[string][]frameHit
 }
 
 type methodKey struct{ class, method string }
 
-// frameHit is a thread (its index in threads) and its first frame that
-// runs a given method or class.
-type frameHit struct{ thread, frame int }
+// frameHit is a distinct stack (its index in workIndex.stacks) and its
+// first frame that runs a given method or class.
+type frameHit struct{ stack, frame int }
 
 func (w *workIndex) build() {
 	if w.built {
@@ -406,20 +601,27 @@ func (w *workIndex) build() {
 	w.built = true
 	w.byMethod = map[methodKey][]frameHit{}
 	w.byClass = map[string][]frameHit{}
+	ids := map[stackRef]int{}
 	for ti, t := range w.threads {
-		if _, ok := t.WaitsOn(); ok {
-			continue // waiting for a signal itself (on another object): not working
+		if !w.working[ti] || len(t.Frames) == 0 {
+			continue
 		}
-		if _, ok := t.BlockedOn(); ok {
-			continue // queued on a lock (re-locking another object after its own wait): not working
+		r := refOf(t.Frames)
+		id, ok := ids[r]
+		if ok {
+			w.stacks[id] = append(w.stacks[id], ti)
+			continue
 		}
+		id = len(w.stacks)
+		ids[r] = id
+		w.stacks = append(w.stacks, []int{ti})
 		for i, f := range t.Frames {
 			k := methodKey{f.Class, f.Method}
-			if hs := w.byMethod[k]; len(hs) == 0 || hs[len(hs)-1].thread != ti {
-				w.byMethod[k] = append(hs, frameHit{ti, i})
+			if hs := w.byMethod[k]; len(hs) == 0 || hs[len(hs)-1].stack != id {
+				w.byMethod[k] = append(hs, frameHit{id, i})
 			}
-			if hs := w.byClass[f.Class]; len(hs) == 0 || hs[len(hs)-1].thread != ti {
-				w.byClass[f.Class] = append(hs, frameHit{ti, i})
+			if hs := w.byClass[f.Class]; len(hs) == 0 || hs[len(hs)-1].stack != id {
+				w.byClass[f.Class] = append(hs, frameHit{id, i})
 			}
 		}
 	}
@@ -469,15 +671,20 @@ func (d *Dump) FindDeadlocksIn(locks []*LockInfo) []Cycle {
 	}
 	// Each thread waits for at most one lock, so the graph is functional:
 	// walk from every thread, colouring as we go.
+	if len(next) == 0 {
+		return nil // nobody waits for a lock a thread holds
+	}
 	const (
 		unseen = iota
 		onPath
 		done
 	)
-	color := map[*Thread]int{}
+	color := make(map[*Thread]int, len(next))
 	var cycles []Cycle
 	for _, start := range threads {
-		if color[start] != unseen {
+		// A walk from a thread that waits for no owner ends where it
+		// starts: only the others can lead into a cycle.
+		if next[start] == nil || color[start] != unseen {
 			continue
 		}
 		var path []*Thread
