@@ -151,6 +151,8 @@ func (p *hotspotParser) openName(ln string) bool {
 		p.line += strings.Count(p.text[p.pos:pos], "\n") + 1
 		p.lineStart, p.pos = pos, next
 		if first && prevLineBlank(p.text, pos) && p.susp == nil {
+			// A suspect span can reach back over a piece's start.
+			p.abort = p.abort || p.piece
 			p.susp = &suspectSpan{line: n, nameStart: nameStart, thread: len(p.threads.buf) - p.threads.start,
 				deadlocks: len(p.dump.Deadlocks), dump: p.dump, mark: p.opts.ThreadExists == nil}
 		}
@@ -185,6 +187,12 @@ func prevLineBlank(text string, pos int) bool {
 // danglingClose handles a line that ends a thread name when no name is open:
 // the name's opening line was read as an entry of its own.
 func (p *hotspotParser) danglingClose(ln string, q int) {
+	if p.piece {
+		// It changes threads read before this line, which may lie before
+		// the piece: only the serial parse can tell.
+		p.abort = true
+		return
+	}
 	s := p.susp
 	if s != nil && s.dump == p.dump && p.dump != nil {
 		// The proof the suspect span waited for: everything from the
