@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -180,6 +181,9 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 func attachRun(ctx context.Context, opts *AttachOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if opts.Count == 1 {
+		defer collectLessForOneSample()()
 	}
 	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Duration: opts.Duration, Count: opts.Count, Port: opts.Port,
 		JVM: opts.JVM.options()})
@@ -429,3 +433,27 @@ func selfAndAncestors(root string) map[int]bool {
 	}
 	return pids
 }
+
+// collectLessForOneSample lets the heap of a one-sample run grow to five
+// times its live data before the garbage collector runs, within 256 MB
+// (past it the collector runs as it must), unless GOGC or GOMEMLIMIT say
+// otherwise. Such a run lives for one sample, whose dump is parsed and
+// aggregated right after it arrives: a collection then took the second
+// CPU from the parse, or slowed it with its write barriers, for garbage
+// the exit drops anyway. The returned function restores the settings.
+func collectLessForOneSample() func() {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	limit := debug.SetMemoryLimit(-1)
+	debug.SetMemoryLimit(min(limit, oneSampleHeapLimit))
+	percent := debug.SetGCPercent(400)
+	return func() {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	}
+}
+
+// oneSampleHeapLimit bounds the heap collectLessForOneSample allows: well
+// within the 512 MB that no input may make ctprof exceed.
+const oneSampleHeapLimit = 256 << 20
