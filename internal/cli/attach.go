@@ -61,7 +61,10 @@ target's established TCP connections, and the host's context-switch rate.
 In a process of 1,000 threads or more, a thread that stayed idle on its last
 two reads is read every fourth interval (its counters stay exact; what it did
 meanwhile shows up to three intervals late), and the last sample reads every
-thread. Native threads blocked in futex(2) on one address are grouped and the address
+thread. A single sample (--count 1) has no rates: it reads what one sample
+can use (each thread's stat and affinity), and to give its answer sooner its
+Go heap may grow to 5x the live data, within 256 MB, before it is collected.
+Native threads blocked in futex(2) on one address are grouped and the address
 is named from the ELF symbols of the target's binaries, so a contended
 pthread mutex shows as "N threads wait on futex contended_mutex (app+0x4040)";
 threads of an idle pool waiting on a condition variable are reported apart,
