@@ -44,6 +44,10 @@ type DumpOptions struct {
 	// it would compete for the CPU with the goroutine about to send the
 	// request, and on a busy machine the request could wait milliseconds.
 	Sent func()
+
+	// liveThreads is the JVM's thread count before the dump (0:
+	// unknown), which sizes a first reply (Info.replyHint).
+	liveThreads int64
 }
 
 // Dump methods, in DumpResult.Method.
@@ -80,6 +84,9 @@ func ThreadDump(ctx context.Context, i *Info, o DumpOptions) (*DumpResult, error
 	o.Sent = sync.OnceFunc(o.Sent)
 	defer o.Sent()
 	before, beforeErr := i.ReadPerfData()
+	if beforeErr == nil {
+		o.liveThreads = before.Counters().LiveThreads
+	}
 	start := time.Now()
 	res, err := i.attachDump(ctx, o)
 	if err != nil && o.AllowJcmd && errors.Is(err, ErrAttachFailed) {
@@ -129,6 +136,7 @@ func (i *Info) attachDump(ctx context.Context, o DumpOptions) (*DumpResult, erro
 	if o.Locks {
 		opt = "-l"
 	}
+	i.replyHint(cmd, o.liveThreads)
 	out, err := i.request(ctx, o.Sent, v, cmd, opt)
 	if err != nil {
 		return nil, err

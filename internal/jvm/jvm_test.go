@@ -66,6 +66,19 @@ func TestThreadDumpSaysWhenTheRequestIsSent(t *testing.T) {
 	assert.Less(t, sentAt.Sub(start), res.Wall, "called before the reply came")
 }
 
+// A first dump is read into one buffer sized from the JVM's thread count:
+// reading it in growing chunks and joining them copied the whole reply (a
+// joined reply fills its buffer exactly).
+func TestFirstDumpIsReadIntoOneBuffer(t *testing.T) {
+	p := testjvm.Start(t, testjvm.JDK17(t), "ManyThreads", "300", "21")
+	info := inspect(t, p.PID)
+	res, err := ThreadDump(context.Background(), info, DumpOptions{})
+	require.NoError(t, err)
+	require.Greater(t, len(res.Text), 256<<10, "bigger than the first chunk of a reply of unknown size")
+	assert.Greater(t, cap(res.Text), len(res.Text), "read into the buffer sized ahead, not joined")
+	assert.Less(t, cap(res.Text), 4*len(res.Text))
+}
+
 // A JVM whose hsperfdata names a release before 24 is spoken to in attach
 // v1 without the "getversion" probe (a round trip a one-shot waits for).
 // A JDK 25 JVM whose Info says 17 shows it: no probe, so protocol 1, which
