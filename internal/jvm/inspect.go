@@ -72,7 +72,18 @@ type Info struct {
 // Inspect finds out whether pid is a HotSpot JVM ctprof can attach to. It
 // returns ErrNotJVM when the process has no hsperfdata file.
 func Inspect(procRoot string, pid int) (*Info, error) {
+	return InspectMapped(procRoot, pid, nil)
+}
+
+// InspectMapped is Inspect with hotSpot answering whether pid maps
+// HotSpot's libjvm.so (nil: Inspect finds out), which it asks only of a
+// process without hsperfdata: a caller that finds out anyway (the sampler,
+// to tell a JVM) runs both at once and walks the mappings once.
+func InspectMapped(procRoot string, pid int, hotSpot func() bool) (*Info, error) {
 	fs := procfs.NewFS(procRoot)
+	if hotSpot == nil {
+		hotSpot = func() bool { return hotSpotMapped(fs, pid) }
+	}
 	p, err := fs.Process(pid)
 	if err != nil {
 		return nil, err
@@ -80,7 +91,7 @@ func Inspect(procRoot string, pid int) (*Info, error) {
 	info := &Info{PID: pid, NSPID: p.NSPID, UID: p.UID, GID: p.GID, fs: fs}
 	info.perfName, err = findPerfData(fs, pid, p.NSPID, p.UID)
 	if err != nil {
-		if !errors.Is(err, ErrNotJVM) || !hotSpotMapped(fs, pid) {
+		if !errors.Is(err, ErrNotJVM) || !hotSpot() {
 			return nil, err
 		}
 		return inspectWithoutPerfData(info, p.Cmdline, err)

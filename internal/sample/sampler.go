@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ctprof/ctprof/internal/jvm"
@@ -142,12 +143,23 @@ func NewSampler(opts Options) (*Sampler, error) {
 
 		droppedFutexes: map[string]int{},
 	}
-	// A JVM maps libjvm.so. The kernel lists the mapped files without the
-	// other mappings (two per thread); the whole maps, which name futex
-	// addresses, are read while the first dump is under way (Take).
-	if isJVM, _ := fs.CheckJVM(opts.PID); isJVM {
+	// A JVM maps libjvm.so (the kernel lists the mapped files without the
+	// other mappings, two per thread). The walk runs beside jvm's look
+	// for hsperfdata, whose answer counts only for a JVM.
+	type libraries struct{ hotSpot, openJ9 bool }
+	walked := make(chan libraries, 1)
+	go func() {
+		h, o, _ := fs.JVMLibraries(opts.PID)
+		walked <- libraries{h, o}
+	}()
+	libs := sync.OnceValue(func() libraries { return <-walked })
+	info, inspectErr := jvm.InspectMapped(opts.ProcRoot, opts.PID, func() bool {
+		l := libs()
+		return l.hotSpot && !l.openJ9
+	})
+	if l := libs(); l.hotSpot || l.openJ9 {
 		s.target.Kind = KindJVM
-		info, err := jvm.Inspect(opts.ProcRoot, opts.PID)
+		err := inspectErr
 		switch {
 		case err == nil:
 			s.jvm = info
