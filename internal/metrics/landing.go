@@ -4,12 +4,15 @@ import (
 	"html/template"
 	"net/http"
 	"runtime"
+	"sync"
 )
 
 // landingTemplate is the page at /: what this is, where the metrics are,
 // and the targets being watched. html/template escapes every value (process
 // names are the target's to choose); the page loads nothing from elsewhere.
-var landingTemplate = template.Must(template.New("landing").Parse(`<!DOCTYPE html>
+// It is parsed on first use, not at every ctprof command's start.
+var landingTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("landing").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -36,6 +39,7 @@ td, th { padding: 0.2em 1em; text-align: left; border-bottom: 1px solid #ddd; }
 </body>
 </html>
 `))
+})
 
 func (s *Server) landing(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/" {
@@ -53,7 +57,7 @@ func (s *Server) landing(w http.ResponseWriter, r *http.Request) {
 		Version, GoVersion string
 		Targets            []TargetStatus
 	}{s.collector.version, runtime.Version(), targets}
-	if err := landingTemplate.Execute(w, data); err != nil {
+	if err := landingTemplate().Execute(w, data); err != nil {
 		s.logger.Warn("landing page", "err", err)
 	}
 }

@@ -492,7 +492,7 @@ func writeBombFrame(w io.Writer, typ byte, n int64) error {
 	}
 	var head [frameOverhead]byte
 	binary.LittleEndian.PutUint32(head[0:], uint32(body.Len()))
-	binary.LittleEndian.PutUint32(head[4:], crc32.Checksum(body.Bytes(), crcTable))
+	binary.LittleEndian.PutUint32(head[4:], crc32.Checksum(body.Bytes(), crcTable()))
 	_, err = w.Write(append(head[:], body.Bytes()...))
 	return err
 }
