@@ -128,14 +128,19 @@ func (s *Symbolizer) Prepare() error {
 	return s.readMaps()
 }
 
-// Close releases the target's open maps.
+// Close releases the target's open maps and the binaries whose symbol
+// names are read on demand; a later Resolve opens them again.
 func (s *Symbolizer) Close() error {
-	if s.query == nil {
-		return nil
+	var errs []error
+	for _, em := range s.modules {
+		errs = append(errs, em.syms.close())
 	}
-	err := s.query.Close()
-	s.query = nil
-	return err
+	clear(s.modules)
+	if s.query != nil {
+		errs = append(errs, s.query.Close())
+		s.query = nil
+	}
+	return errors.Join(errs...)
 }
 
 // readMaps reads the maps text unless it has been read (Resolve drops it
@@ -304,7 +309,7 @@ type elfModule struct {
 	// start is the address of the binary's first mapping.
 	start uint64
 	bias  uint64 // load address minus link-time virtual address
-	syms  []elfSymbol
+	syms  *symbolTable
 }
 
 type elfSymbol struct {
@@ -312,14 +317,26 @@ type elfSymbol struct {
 	name        string
 }
 
-// lookup finds the symbol covering vaddr: the nearest symbols at or below
-// it are tried (a few, since aliases and labels share addresses).
+// lookup finds the symbol covering vaddr: the nearest named symbols at or
+// below it are tried (a few, since aliases and labels share addresses).
 func (e *elfModule) lookup(vaddr uint64) (elfSymbol, bool) {
-	i := sort.Search(len(e.syms), func(i int) bool { return e.syms[i].value > vaddr }) - 1
-	for k := 0; i >= 0 && k < 8; i, k = i-1, k+1 {
-		sym := e.syms[i]
+	if e.syms == nil {
+		return elfSymbol{}, false
+	}
+	syms := e.syms.syms
+	i := sort.Search(len(syms), func(i int) bool { return syms[i].value > vaddr }) - 1
+	for k, empty := 0, 0; i >= 0 && k < 8 && empty <= maxEmptySkipped; i-- {
+		sym := syms[i]
+		// A nameless symbol is not one of the few: the table once left
+		// them out when it was read.
+		name := e.syms.name(i)
+		if name == "" {
+			empty++
+			continue
+		}
+		k++
 		if vaddr == sym.value || vaddr > sym.value && vaddr-sym.value < sym.size {
-			return sym, true
+			return elfSymbol{value: sym.value, size: sym.size, name: name}, true
 		}
 	}
 	return elfSymbol{}, false
@@ -328,6 +345,10 @@ func (e *elfModule) lookup(vaddr uint64) (elfSymbol, bool) {
 // maxSymbols bounds one binary's table: a hostile or enormous binary must
 // not take the profiler's memory.
 const maxSymbols = 1 << 20
+
+// maxOpenModules bounds the binaries kept open to read symbol names on
+// demand; a module loaded beyond it has its names read whole at once.
+const maxOpenModules = 64
 
 // module loads the ELF data of path once; failures are remembered too.
 func (s *Symbolizer) module(path string, first Mapping) *elfModule {
@@ -341,9 +362,9 @@ func (s *Symbolizer) module(path string, first Mapping) *elfModule {
 		em.err = err
 		return em
 	}
-	defer file.Close()
 	f, err := elf.NewFile(file)
 	if err != nil {
+		file.Close()
 		em.err = err
 		return em
 	}
@@ -360,6 +381,15 @@ func (s *Symbolizer) module(path string, first Mapping) *elfModule {
 			break
 		}
 	}
-	em.syms = loadSymbols(f)
+	open := 0
+	for _, m := range s.modules {
+		if m.syms != nil && m.syms.file != nil {
+			open++
+		}
+	}
+	em.syms = loadSymbols(file, f, open >= maxOpenModules)
+	if em.syms.file == nil {
+		file.Close()
+	}
 	return em
 }
