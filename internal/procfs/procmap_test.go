@@ -123,3 +123,39 @@ func TestResolveByQueryMatchesTheMapsText(t *testing.T) {
 		})
 	}
 }
+
+// A target waiting on more addresses than queryBudget is served from the
+// maps text from then on, with the same answers.
+func TestManyAddressesTurnToTheMapsText(t *testing.T) {
+	fs := NewFS("/proc")
+	if err := fs.eachMappedFile(os.Getpid(), func(string) bool { return false }); err == errNoProcmapQuery {
+		t.Skip("this kernel has no PROCMAP_QUERY (Linux 6.11)")
+	}
+	defer func(b int) { queryBudget = b }(queryBudget)
+	queryBudget = 10
+	p := testnative.Start(t, "many_threads", "30")
+	maps, err := fs.Maps(p.PID)
+	require.NoError(t, err)
+	sym := fs.NewSymbolizer(p.PID)
+	defer sym.Close()
+	fromText := fs.NewSymbolizer(p.PID)
+	fromText.noQuery = true
+	n := 0
+	for _, m := range maps {
+		if m.Path == "[vsyscall]" {
+			continue
+		}
+		if n == queryBudget {
+			assert.NotNil(t, sym.query, "queries until the budget is spent")
+		}
+		got, err := sym.Resolve(m.Start)
+		require.NoError(t, err)
+		want, err := fromText.Resolve(m.Start)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+		n++
+	}
+	require.Greater(t, n, 2*queryBudget)
+	assert.Nil(t, sym.query, "the maps text serves past the budget")
+	assert.True(t, sym.noQuery)
+}

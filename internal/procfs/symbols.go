@@ -63,10 +63,21 @@ type Symbolizer struct {
 	cache   map[uint64]Location
 	// query, where the kernel has PROCMAP_QUERY, finds the mapping of
 	// each new address in the target's open maps, so that the maps text
-	// (two lines per thread of a JVM) is never read; noQuery: it has not.
+	// (two lines per thread of a JVM) is never read; noQuery: it has not,
+	// or the target waits on so many addresses that the text serves
+	// better (queried counts the addresses asked; see queryBudget).
 	query   *mapsQuery
 	noQuery bool
+	queried int
 }
+
+// queryBudget is the number of addresses resolved by PROCMAP_QUERY before
+// the symbolizer turns to the maps text for good. A query costs about
+// 4 µs and a lookup in the text read once about 1, plus a few µs per
+// mapping to read it: past a thousand addresses (thousands of threads,
+// each waiting on its own futex, which the address cache cannot all hold)
+// the text costs less.
+var queryBudget = 1024
 
 // maxCachedLocations bounds the address cache; a process can wait on any
 // number of distinct heap addresses over hours.
@@ -166,7 +177,12 @@ func (s *Symbolizer) resolve(addr uint64) (Location, bool, error) {
 	if err := s.Prepare(); err != nil {
 		return Location{}, false, err
 	}
+	if s.query != nil && s.queried >= queryBudget {
+		s.query.Close()
+		s.query, s.noQuery = nil, true
+	}
 	if s.query != nil {
+		s.queried++
 		return s.resolveByQuery(addr)
 	}
 	if err := s.readMaps(); err != nil {
