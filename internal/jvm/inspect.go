@@ -129,8 +129,8 @@ var ErrNoPerfData = errors.New("no hsperfdata")
 // ships a libjvm.so too, beside its libj9vm, and speaks another attach
 // protocol).
 func hotSpotMapped(fs procfs.FS, pid int) bool {
-	hotspot, openj9, err := fs.JVMLibraries(pid)
-	return err == nil && hotspot && !openj9
+	libs, err := fs.JVMLibraries(pid)
+	return err == nil && libs.HotSpot && !libs.OpenJ9
 }
 
 // inspectWithoutPerfData describes a HotSpot JVM that has no hsperfdata

@@ -105,34 +105,66 @@ func (f FS) IsJVM(pid int) bool {
 // ctprof may not read the process's maps (another user's process, and
 // ctprof not root), ErrProcessGone when it exited.
 func (f FS) CheckJVM(pid int) (bool, error) {
-	hotspot, openj9, err := f.JVMLibraries(pid)
-	return hotspot || openj9, err
+	libs, err := f.JVMLibraries(pid)
+	return libs.HotSpot || libs.OpenJ9, err
 }
 
-// JVMLibraries says which JVM libraries pid maps: HotSpot's libjvm.so,
-// OpenJ9's libj9vm (OpenJ9 ships a libjvm.so too). The kernel lists the
+// JVMLibraries are the JVM libraries a process maps.
+type JVMLibraries struct {
+	// HotSpot: libjvm.so; OpenJ9: libj9vm (OpenJ9 ships a libjvm.so too).
+	HotSpot, OpenJ9 bool
+	// LibJVM is libjvm.so's first mapping (Path "" without one): a
+	// Symbolizer can load its symbols ahead (Symbolizer.Preload).
+	LibJVM Mapping
+}
+
+// JVMLibraries says which JVM libraries pid maps. The kernel lists the
 // mapped files alone where it can (PROCMAP_QUERY: a 2,000-thread JVM maps
 // 80 files among 4,200 mappings); otherwise the maps text is searched.
-func (f FS) JVMLibraries(pid int) (hotspot, openj9 bool, err error) {
-	err = f.eachMappedFile(pid, func(path string) bool {
-		hotspot = hotspot || strings.Contains(path, libHotSpot)
-		openj9 = openj9 || strings.Contains(path, libOpenJ9)
-		return !openj9 // OpenJ9 maps both
+func (f FS) JVMLibraries(pid int) (JVMLibraries, error) {
+	var libs JVMLibraries
+	err := f.eachMappedFile(pid, func(m Mapping) bool {
+		libs.note(m)
+		return !libs.OpenJ9 // OpenJ9 maps both
 	})
 	if !errors.Is(err, errNoProcmapQuery) {
-		return hotspot, openj9, err
+		return libs, err
 	}
 	return f.jvmLibrariesInMapsText(pid)
 }
 
+func (libs *JVMLibraries) note(m Mapping) {
+	if strings.Contains(m.Path, libHotSpot) {
+		if !libs.HotSpot {
+			libs.LibJVM = m
+		}
+		libs.HotSpot = true
+	}
+	libs.OpenJ9 = libs.OpenJ9 || strings.Contains(m.Path, libOpenJ9)
+}
+
 // jvmLibrariesInMapsText is JVMLibraries on a kernel without
 // PROCMAP_QUERY.
-func (f FS) jvmLibrariesInMapsText(pid int) (hotspot, openj9 bool, err error) {
+func (f FS) jvmLibrariesInMapsText(pid int) (JVMLibraries, error) {
+	var libs JVMLibraries
 	b, err := f.readFile(f.pidPath(pid, "maps"))
 	if err != nil {
-		return false, false, err
+		return libs, err
 	}
-	return bytes.Contains(b, []byte(libHotSpot)), bytes.Contains(b, []byte(libOpenJ9)), nil
+	for len(b) > 0 && !libs.OpenJ9 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if bytes.Contains(line, []byte(libHotSpot)) || bytes.Contains(line, []byte(libOpenJ9)) {
+			if m, ok := parseMapsLine(line); ok {
+				libs.note(m)
+			}
+		}
+	}
+	return libs, nil
 }
 
 // The libraries a JVM maps: HotSpot's, or OpenJ9's.

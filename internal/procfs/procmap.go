@@ -116,11 +116,11 @@ var vmaPerms = func() (out [16]string) {
 // PROCMAP_QUERY (before 6.11): the caller reads the maps text instead.
 var errNoProcmapQuery = errors.New("the kernel has no PROCMAP_QUERY")
 
-// eachMappedFile calls fn with the path of each file-backed mapping of
-// pid, in address order, as the kernel names it (" (deleted)" appended
+// eachMappedFile calls fn with each file-backed mapping of pid, in
+// address order, its path as the kernel names it (" (deleted)" appended
 // for a deleted file), until fn returns false. Opening the maps needs the
 // same rights as reading them.
-func (f FS) eachMappedFile(pid int, fn func(path string) bool) error {
+func (f FS) eachMappedFile(pid int, fn func(Mapping) bool) error {
 	mq, err := f.openMapsQuery(pid)
 	if err != nil {
 		return err
@@ -134,7 +134,7 @@ func (f FS) eachMappedFile(pid int, fn func(path string) bool) error {
 			}
 			return err
 		}
-		if !fn(m.Path) || m.End <= addr {
+		if !fn(m) || m.End <= addr {
 			return nil // (no progress would be a kernel bug: no endless loop)
 		}
 		addr = m.End

@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,7 +18,7 @@ import (
 // mappings each), a native process and ctprof's own.
 func TestMappedFilesMatchTheMapsText(t *testing.T) {
 	fs := NewFS("/proc")
-	if err := fs.eachMappedFile(os.Getpid(), func(string) bool { return false }); err == errNoProcmapQuery {
+	if err := fs.eachMappedFile(os.Getpid(), func(Mapping) bool { return false }); err == errNoProcmapQuery {
 		t.Skip("this kernel has no PROCMAP_QUERY (Linux 6.11); CheckJVM reads the maps text")
 	}
 	jvm := testjvm.Start(t, testjvm.JDK17(t), "ManyThreads", "300")
@@ -45,8 +46,8 @@ func TestMappedFilesMatchTheMapsText(t *testing.T) {
 					}
 				}
 				got = got[:0]
-				require.NoError(t, fs.eachMappedFile(tc.pid, func(path string) bool {
-					got = append(got, path)
+				require.NoError(t, fs.eachMappedFile(tc.pid, func(m Mapping) bool {
+					got = append(got, m.Path)
 					return true
 				}))
 				if assert.ObjectsAreEqual(want, got) {
@@ -59,13 +60,17 @@ func TestMappedFilesMatchTheMapsText(t *testing.T) {
 			isJVM, err := fs.CheckJVM(tc.pid)
 			require.NoError(t, err)
 			assert.Equal(t, tc.jvm, isJVM)
-			hotspot, openj9, err := fs.JVMLibraries(tc.pid)
+			libs, err := fs.JVMLibraries(tc.pid)
 			require.NoError(t, err)
-			textHotSpot, textOpenJ9, err := fs.jvmLibrariesInMapsText(tc.pid)
+			fromText, err := fs.jvmLibrariesInMapsText(tc.pid)
 			require.NoError(t, err)
-			assert.Equal(t, []bool{textHotSpot, textOpenJ9}, []bool{hotspot, openj9})
-			assert.Equal(t, tc.jvm, hotspot)
-			assert.False(t, openj9)
+			assert.Equal(t, fromText, libs)
+			assert.Equal(t, tc.jvm, libs.HotSpot)
+			assert.False(t, libs.OpenJ9)
+			if tc.jvm {
+				assert.True(t, strings.HasSuffix(libs.LibJVM.Path, "/libjvm.so"), libs.LibJVM.Path)
+				assert.Zero(t, libs.LibJVM.Offset, "libjvm.so's first mapping")
+			}
 		})
 	}
 	_, err := fs.CheckJVM(1 << 22)
@@ -79,7 +84,7 @@ func TestMappedFilesMatchTheMapsText(t *testing.T) {
 // the heap, anonymous memory).
 func TestResolveByQueryMatchesTheMapsText(t *testing.T) {
 	fs := NewFS("/proc")
-	if err := fs.eachMappedFile(os.Getpid(), func(string) bool { return false }); err == errNoProcmapQuery {
+	if err := fs.eachMappedFile(os.Getpid(), func(Mapping) bool { return false }); err == errNoProcmapQuery {
 		t.Skip("this kernel has no PROCMAP_QUERY (Linux 6.11)")
 	}
 	native := testnative.Start(t, "mutex_contention", "2", "1", "3000")
@@ -93,6 +98,14 @@ func TestResolveByQueryMatchesTheMapsText(t *testing.T) {
 			defer byQuery.Close()
 			require.NoError(t, byQuery.Prepare())
 			require.NotNil(t, byQuery.query, "PROCMAP_QUERY in use")
+			if tc.name == "JVM" {
+				// The sampler loads libjvm.so's symbols during the dump:
+				// addresses in it must then resolve as they would have.
+				libs, err := fs.JVMLibraries(tc.pid)
+				require.NoError(t, err)
+				byQuery.Preload(libs.LibJVM)
+				require.Contains(t, byQuery.modules, libs.LibJVM.Path)
+			}
 			fromText := fs.NewSymbolizer(tc.pid)
 			fromText.noQuery = true
 			require.NoError(t, fromText.Prepare())
@@ -128,7 +141,7 @@ func TestResolveByQueryMatchesTheMapsText(t *testing.T) {
 // maps text from then on, with the same answers.
 func TestManyAddressesTurnToTheMapsText(t *testing.T) {
 	fs := NewFS("/proc")
-	if err := fs.eachMappedFile(os.Getpid(), func(string) bool { return false }); err == errNoProcmapQuery {
+	if err := fs.eachMappedFile(os.Getpid(), func(Mapping) bool { return false }); err == errNoProcmapQuery {
 		t.Skip("this kernel has no PROCMAP_QUERY (Linux 6.11)")
 	}
 	defer func(b int) { queryBudget = b }(queryBudget)

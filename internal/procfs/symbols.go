@@ -139,6 +139,15 @@ func (s *Symbolizer) Prepare() error {
 	return s.readMaps()
 }
 
+// Preload loads the symbols of the binary mapped at m (the mapping with
+// its lowest address, as JVMLibraries gives libjvm.so's) ahead of the
+// first address Resolve finds in it; a zero m does nothing.
+func (s *Symbolizer) Preload(m Mapping) {
+	if m.FileBacked() {
+		s.module(m.Path, m)
+	}
+}
+
 // Close releases the target's open maps and the binaries whose symbol
 // names are read on demand; a later Resolve opens them again.
 func (s *Symbolizer) Close() error {

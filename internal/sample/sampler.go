@@ -108,6 +108,8 @@ type Sampler struct {
 	tickSyncTime time.Duration
 	// jfr is the run's Flight Recorder recording (jfrlive.go).
 	jfr jfrLive
+	// libjvm is a JVM's first mapping of libjvm.so (Path "": none).
+	libjvm procfs.Mapping
 }
 
 // NewSampler checks the target and opens what the sweep keeps open. It
@@ -146,19 +148,19 @@ func NewSampler(opts Options) (*Sampler, error) {
 	// A JVM maps libjvm.so (the kernel lists the mapped files without the
 	// other mappings, two per thread). The walk runs beside jvm's look
 	// for hsperfdata, whose answer counts only for a JVM.
-	type libraries struct{ hotSpot, openJ9 bool }
-	walked := make(chan libraries, 1)
+	walked := make(chan procfs.JVMLibraries, 1)
 	go func() {
-		h, o, _ := fs.JVMLibraries(opts.PID)
-		walked <- libraries{h, o}
+		l, _ := fs.JVMLibraries(opts.PID)
+		walked <- l
 	}()
-	libs := sync.OnceValue(func() libraries { return <-walked })
+	libs := sync.OnceValue(func() procfs.JVMLibraries { return <-walked })
 	info, inspectErr := jvm.InspectMapped(opts.ProcRoot, opts.PID, func() bool {
 		l := libs()
-		return l.hotSpot && !l.openJ9
+		return l.HotSpot && !l.OpenJ9
 	})
-	if l := libs(); l.hotSpot || l.openJ9 {
+	if l := libs(); l.HotSpot || l.OpenJ9 {
 		s.target.Kind = KindJVM
+		s.libjvm = l.LibJVM
 		err := inspectErr
 		switch {
 		case err == nil:
@@ -260,9 +262,11 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 	}
 	if dumped != nil {
 		// Naming futexes after the dump needs the mappings (or, on an
-		// older kernel, the whole maps text): ready now, they cost the
-		// dump's wait, not the result's.
+		// older kernel, the whole maps text) and, for a JVM, the symbols
+		// of libjvm.so, where JDK 25 keeps HotSpot's own locks: ready
+		// now, they cost the dump's wait, not the result's.
 		s.sym.Prepare()
+		s.sym.Preload(s.libjvm)
 		<-dumped
 	}
 	if jvmErr != nil {
