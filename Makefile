@@ -94,14 +94,10 @@ unit: javalibs
 
 # Every fuzz target (one per parser, in any package) runs for FUZZTIME; a
 # crash fails the build and leaves the input under testdata/fuzz for a
-# regression test.
+# regression test (scripts/fuzz.sh, which also says why a target may run
+# twice).
 fuzz:
-	@for dir in $$(grep -l '^func Fuzz' $$(find . -name '*_test.go' -not -path './.git/*') | xargs -n1 dirname | sort -u); do \
-		for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go | sed 's/^func //'); do \
-			echo "fuzz $$dir $$t for $(FUZZTIME)"; \
-			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$dir || exit 1; \
-		done; \
-	done
+	@GO=$(GO) FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
 # The parser's benchmarks, then the budgets of the /proc sweep, the scrape,
 # the comparison with process-exporter, a one-shot against jcmd and a cold
