@@ -197,39 +197,45 @@ func (s *Symbolizer) resolve(addr uint64) (Location, bool, error) {
 	if err := s.readMaps(); err != nil {
 		return Location{}, false, err
 	}
-	l := Location{Address: addr}
 	// A file's .bss continues past its last file-backed mapping into
 	// anonymous memory, so try the binaries' address ranges first.
 	for _, mod := range s.ranges {
 		if addr >= mod.start && addr < mod.end {
-			em := s.module(mod.path, mod.mapping)
-			l.Module, l.ModulePath = filepath.Base(strings.TrimSuffix(mod.path, " (deleted)")), mod.path
-			if em == nil || em.err != nil {
-				l.Offset = addr - mod.start
-				return l, true, nil
-			}
-			vaddr := addr - em.bias
-			l.Offset = vaddr
-			if sym, ok := em.lookup(vaddr); ok {
-				l.Symbol, l.SymbolOffset, l.SymbolSize = sym.name, vaddr-sym.value, sym.size
-			}
-			return l, true, nil
+			return inModule(addr, mod.path, s.module(mod.path, mod.mapping)), true, nil
 		}
 	}
 	if i := sort.Search(len(s.maps), func(i int) bool { return s.maps[i].End > addr }); i < len(s.maps) {
 		if m := s.maps[i]; addr >= m.Start {
-			l.Offset = addr - m.Start
-			switch {
-			case m.Path != "":
-				l.Module = m.Path
-			default:
-				l.Module = fmt.Sprintf("anonymous %s %x-%x", m.Perms, m.Start, m.End)
-				l.Offset = addr - m.Start
-			}
-			return l, true, nil
+			return inMapping(addr, m), true, nil
 		}
 	}
-	return l, false, nil
+	return Location{Address: addr}, false, nil
+}
+
+// inModule names addr in the binary at path, whose ELF data em holds: its
+// symbol, else its offset from the binary's first mapping.
+func inModule(addr uint64, path string, em *elfModule) Location {
+	l := Location{Address: addr, Module: filepath.Base(strings.TrimSuffix(path, " (deleted)")), ModulePath: path}
+	if em.err != nil {
+		l.Offset = addr - em.start
+		return l
+	}
+	vaddr := addr - em.bias
+	l.Offset = vaddr
+	if sym, ok := em.lookup(vaddr); ok {
+		l.Symbol, l.SymbolOffset, l.SymbolSize = sym.name, vaddr-sym.value, sym.size
+	}
+	return l
+}
+
+// inMapping names addr in a mapping of no binary: by its pseudo name
+// ("[heap]"), or as anonymous memory.
+func inMapping(addr uint64, m Mapping) Location {
+	l := Location{Address: addr, Module: m.Path, Offset: addr - m.Start}
+	if m.Path == "" {
+		l.Module = fmt.Sprintf("anonymous %s %x-%x", m.Perms, m.Start, m.End)
+	}
+	return l
 }
 
 // resolveByQuery is resolve through PROCMAP_QUERY: the mapping that covers
@@ -254,29 +260,13 @@ func (s *Symbolizer) resolveByQuery(addr uint64) (Location, bool, error) {
 		}
 	}
 	if !mod.FileBacked() {
-		l.Offset = addr - m.Start
-		if m.Path != "" {
-			l.Module = m.Path
-		} else {
-			l.Module = fmt.Sprintf("anonymous %s %x-%x", m.Perms, m.Start, m.End)
-		}
-		return l, true, nil
+		return inMapping(addr, m), true, nil
 	}
-	l.Module, l.ModulePath = filepath.Base(strings.TrimSuffix(mod.Path, " (deleted)")), mod.Path
 	em, ok := s.modules[mod.Path]
 	if !ok {
 		em = s.module(mod.Path, s.firstMapping(mod))
 	}
-	if em.err != nil {
-		l.Offset = addr - em.start
-		return l, true, nil
-	}
-	vaddr := addr - em.bias
-	l.Offset = vaddr
-	if sym, ok := em.lookup(vaddr); ok {
-		l.Symbol, l.SymbolOffset, l.SymbolSize = sym.name, vaddr-sym.value, sym.size
-	}
-	return l, true, nil
+	return inModule(addr, mod.Path, em), true, nil
 }
 
 // firstMapping walks back from m over the mappings of the same file right
