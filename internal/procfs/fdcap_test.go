@@ -265,3 +265,23 @@ func TestGrowFDTableGrowsItOnceAndLeavesNothingOpen(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, after, len(open)+1, "only the file the test opened")
 }
+
+// A first sweep during a thread dump leaves the JVM one CPU to print on,
+// never leaving itself none.
+func TestSweepLeavesTheTargetACPU(t *testing.T) {
+	for _, tt := range []struct {
+		procs    int
+		leaveCPU bool
+		want     int
+	}{
+		{procs: 1, want: 1},
+		{procs: 1, leaveCPU: true, want: 1},
+		{procs: 2, want: 2},
+		{procs: 2, leaveCPU: true, want: 1},
+		{procs: 8, leaveCPU: true, want: 7},
+	} {
+		prev := runtime.GOMAXPROCS(tt.procs)
+		assert.Equal(t, tt.want, sweepCPUs(tt.leaveCPU), "%d CPUs, leave one: %v", tt.procs, tt.leaveCPU)
+		runtime.GOMAXPROCS(prev)
+	}
+}
