@@ -116,7 +116,10 @@ func (a *Aggregator) addDump(s *sample.Snapshot, dt time.Duration) dumpTick {
 		a.warn(prefixSource(s.Source, d, fmt.Sprintf("%d lines not understood%s", d.UnknownLines, ex)))
 	}
 	tick := dumpTick{dump: d, pools: a.dumpPoolNames(d), waitsOn: map[*threaddump.Thread]string{}, lockWaiters: map[string][]*threaddump.Thread{}}
-	locks := d.Locks()
+	locks := s.DumpLocks
+	if locks == nil {
+		locks = d.Locks()
+	}
 	a.addJavaLocks(withoutSuspects(locks), a.dumpSpan(s), &tick, seq)
 	a.addDeadlocks(d, locks, seq)
 	a.addJavaThreads(d, s.Time, seq, ownersOfWaits(locks))

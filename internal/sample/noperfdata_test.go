@@ -51,7 +51,9 @@ func TestSamplerDumpsJVMWithoutPerfData(t *testing.T) {
 					assert.Nil(t, sn.JVM, "no counters without hsperfdata")
 					if sn.Dump != nil {
 						require.NotNil(t, sn.DumpCost)
-						for _, l := range sn.Dump.Locks() {
+						require.NotNil(t, sn.DumpLocks, "worked out while the snapshot was finished")
+						assert.Equal(t, sn.Dump.Locks(), sn.DumpLocks, "the dump's own lock table")
+						for _, l := range sn.DumpLocks {
 							if l.Lock.Class == "SyncSingleton" {
 								blocked += len(l.Waiters)
 							}

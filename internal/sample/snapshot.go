@@ -43,6 +43,10 @@ type Snapshot struct {
 	Interval time.Duration
 	// Dump is the thread dump taken at this tick; nil on ticks without one.
 	Dump *threaddump.Dump
+	// DumpLocks is Dump.Locks(), when the sampler worked it out on a
+	// second CPU while it finished the snapshot; nil otherwise (a
+	// recording does not keep it: a replay works it out again).
+	DumpLocks []*threaddump.LockInfo
 	// DumpText is the dump as the JVM printed it, kept so a recording can
 	// store it and a replay parse it again; nil when not kept.
 	DumpText []byte
