@@ -33,6 +33,8 @@ type hotspotParser struct {
 	// so that threads with identical stacks share one Frames slice.
 	runHash uint64
 	stacks  map[uint64][]Frame
+	// memo holds the frames of recent frame lines (see frameLine).
+	memo *frameMemo
 
 	// cur is the index (relative to threads.start) of the thread whose
 	// stack is being read, or -1.
@@ -429,14 +431,33 @@ const runHashSeed = 14695981039346656037
 // lineSeed seeds the hash of frame lines.
 var lineSeed = maphash.MakeSeed()
 
-// hashLine mixes one frame line (the text after "at ") into a run's hash.
-// Equal lines parse to equal frames, so equal runs of lines hash alike
-// (the line ending and the indent are not part of s); the rare equal
-// frames printed differently ("Unknown Source" and "Compiled Code" both
-// give no file) hash apart and are just not shared.
-func hashLine(h uint64, s string) uint64 {
-	return (h ^ maphash.String(lineSeed, s)) * 1099511628211
+// hashLine mixes one frame line (the text after "at "), hashed by
+// lineHash, into a run's hash. Equal lines parse to equal frames, so equal
+// runs of lines hash alike (the line ending and the indent are not part of
+// the line); the rare equal frames printed differently ("Unknown Source"
+// and "Compiled Code" both give no file) hash apart and are just not
+// shared.
+func hashLine(h, line uint64) uint64 {
+	return (h ^ line) * 1099511628211
 }
+
+func lineHash(s string) uint64 { return maphash.String(lineSeed, s) }
+
+// frameMemo maps recent frame lines to their frames, one line per slot
+// (the slot is picked by the line's hash; a line that lands on a taken
+// slot replaces it). In a thread explosion thousands of stacks repeat the
+// same few dozen lines: a line found here costs a comparison instead of a
+// parse, and its frame's strings are those of its first occurrence, so
+// equal frames of different threads compare at their first byte.
+type frameMemo [frameMemoSlots]struct {
+	line string
+	f    Frame
+	set  bool
+}
+
+// frameMemoSlots is a few times the distinct frame lines that repeat in
+// a server's dump; the memo takes about 50 KB per parser.
+const frameMemoSlots = 512
 
 // shareFrames returns run, the frames just taken from the slab, or the
 // frames of an earlier thread of this input that are equal to them: in a
@@ -669,7 +690,15 @@ func (p *hotspotParser) frameLine(s string) {
 		p.unknown(s)
 		return
 	}
-	f := parseFrame(s)
+	h := lineHash(s)
+	if p.memo == nil {
+		p.memo = new(frameMemo)
+	}
+	m := &p.memo[h%frameMemoSlots]
+	if !m.set || m.line != s {
+		m.line, m.f, m.set = s, parseFrame(s), true
+	}
+	f := m.f
 	if p.mounted != nil {
 		p.mounted.Frames = append(p.mounted.Frames, f)
 		return
@@ -679,7 +708,7 @@ func (p *hotspotParser) frameLine(s string) {
 		return
 	}
 	p.frames.add(f)
-	p.runHash = hashLine(p.runHash, s)
+	p.runHash = hashLine(p.runHash, h)
 }
 
 func parseFrame(s string) Frame {

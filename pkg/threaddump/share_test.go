@@ -200,3 +200,30 @@ func BenchmarkParseThreadExplosion(b *testing.B) {
 		})
 	}
 }
+
+// Frame lines are parsed once and then taken from the memo: every frame
+// must still be the parse of its own line, also where distinct lines
+// outnumber the memo's slots and evict each other.
+func TestFrameMemoGivesEachLineItsOwnFrame(t *testing.T) {
+	for _, unique := range []int{0, 1, 7} {
+		t.Run(fmt.Sprintf("unique=%d", unique), func(t *testing.T) {
+			text := explosionDump(3*frameMemoSlots, 4, unique)
+			var want [][]Frame
+			for _, line := range strings.Split(text, "\n") {
+				switch {
+				case strings.HasPrefix(line, `"`):
+					want = append(want, nil)
+				case strings.HasPrefix(line, "\tat "):
+					want[len(want)-1] = append(want[len(want)-1], parseFrame(line[len("\tat "):]))
+				}
+			}
+			dumps, err := ParseString(text)
+			require.NoError(t, err)
+			require.Len(t, dumps, 1)
+			require.Len(t, dumps[0].Threads, len(want))
+			for i, th := range dumps[0].Threads {
+				require.Equal(t, want[i], th.Frames, "thread %d (%s)", i, th.Name)
+			}
+		})
+	}
+}
