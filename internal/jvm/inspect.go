@@ -211,16 +211,13 @@ func findPerfData(fs procfs.FS, pid, nspid, uid int) (string, error) {
 		return "", err
 	}
 	defer tmp.Close()
-	names, err := tmp.readDirNames()
+	names, err := tmp.readDirNames("hsperfdata_")
 	if err != nil {
 		return "", err
 	}
 	sort.Strings(names)
 	var refused error
 	for _, d := range names {
-		if !strings.HasPrefix(d, "hsperfdata_") {
-			continue
-		}
 		name := d + "/" + strconv.Itoa(nspid)
 		fd, st, err := tmp.lookup(name)
 		if err != nil {

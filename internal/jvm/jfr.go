@@ -477,9 +477,9 @@ func (r *Recording) removeDir() {
 	if r.jfc != "" {
 		_ = r.dir.removeIfSame(r.jfc, r.jfcSt, r.info.UID, r.info.GID)
 	}
-	if names, err := r.dir.readDirNames(); err == nil {
+	if names, err := r.dir.readDirNames("dump-"); err == nil {
 		for _, n := range names {
-			if strings.HasPrefix(n, "dump-") && strings.HasSuffix(n, ".jfr") {
+			if strings.HasSuffix(n, ".jfr") {
 				r.removeFile(n)
 			}
 		}

@@ -187,20 +187,53 @@ func (d *targetDir) readFile(name string, uid int, limit int64) ([]byte, unix.St
 	return buf.Bytes(), st, nil
 }
 
-// readDirNames lists the names in d.
-func (d *targetDir) readDirNames() ([]string, error) {
+// readDirNames lists the names in d that start with prefix. Only those
+// are kept: a long-lived /tmp holds thousands of entries, and a target's
+// owner decides what is in its /tmp.
+func (d *targetDir) readDirNames(prefix string) ([]string, error) {
 	// O_PATH descriptors cannot be listed: reopen the same directory.
 	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(d.fd), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", d.shown, err)
 	}
-	f := os.NewFile(uintptr(fd), d.shown)
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", d.shown, err)
+	defer unix.Close(fd)
+	var names []string
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", d.shown, err)
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		names = appendDirents(names, buf[:n], prefix)
 	}
-	return names, nil
+}
+
+// appendDirents appends the names in b, a getdents64 result (struct
+// linux_dirent64: inode, offset, record length, type, then the name and
+// its NUL), that start with prefix.
+func appendDirents(names []string, b []byte, prefix string) []string {
+	const nameAt = 8 + 8 + 2 + 1
+	for len(b) >= nameAt {
+		reclen := int(b[16]) | int(b[17])<<8
+		if reclen < nameAt || reclen > len(b) {
+			break // not what the kernel writes
+		}
+		name := b[nameAt:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if bytes.HasPrefix(name, []byte(prefix)) {
+			names = append(names, string(name))
+		}
+		b = b[reclen:]
+	}
+	return names
 }
 
 // createExclusive creates the empty file name in d as uid:gid (see

@@ -93,6 +93,50 @@ func TestTargetDirReadFile(t *testing.T) {
 	}
 }
 
+// A target's /tmp is listed for the names that matter only: every one of
+// them, however many other entries surround them and whatever getdents'
+// buffer boundaries cut.
+func TestReadDirNamesKeepsThePrefixedOnes(t *testing.T) {
+	d, dir := ownTmpDir(t)
+	var want []string
+	for i := 0; i < 3000; i++ {
+		name := "x" + strings.Repeat("y", i%200) + strconv.Itoa(i)
+		if i%97 == 0 {
+			name = "hsperfdata_u" + strconv.Itoa(i)
+			want = append(want, name)
+		}
+		require.NoError(t, os.Mkdir(filepath.Join(dir, name), 0o700))
+	}
+	got, err := d.readDirNames("hsperfdata_")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, want, got)
+	none, err := d.readDirNames("nothing-")
+	require.NoError(t, err)
+	assert.Empty(t, none)
+}
+
+// appendDirents reads what getdents64 wrote; a record it cannot have
+// written ends the walk instead of reading past the buffer.
+func FuzzAppendDirents(f *testing.F) {
+	rec := func(name string) []byte {
+		n := (19 + len(name) + 1 + 7) &^ 7
+		b := make([]byte, n)
+		b[16], b[17] = byte(n), byte(n>>8)
+		copy(b[19:], name)
+		return b
+	}
+	f.Add(append(rec("hsperfdata_root"), rec(".")...))
+	f.Add(rec("hsperfdata_"))
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, name := range appendDirents(nil, b, "hsperfdata_") {
+			if !strings.HasPrefix(name, "hsperfdata_") || strings.IndexByte(name, 0) >= 0 {
+				t.Fatalf("kept %q", name)
+			}
+		}
+	})
+}
+
 func TestValidName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"a": true, ".attach_pid1": true, "hsperfdata_x/12": true, "..a": true,
