@@ -78,6 +78,8 @@ type target struct {
 	up    bool
 	locks *lockSelector
 	jfr   *jfrSelector // JFR wait counters (jfr.go); nil until a recording's data arrives
+	// labels keeps each lock's labels across scrapes, for both families.
+	labels lockLabels
 }
 
 // NewCollector returns a Collector with no targets.
@@ -97,7 +99,7 @@ func NewCollector(o CollectorOptions) *Collector {
 func (c *Collector) Register(t TargetInfo, src SummarySource) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.targets[t.PID] = &target{info: t, src: src, up: src != nil, locks: newLockSelector(c.top)}
+	c.targets[t.PID] = &target{info: t, src: src, up: src != nil, locks: newLockSelector(c.top), labels: lockLabels{}}
 }
 
 // SetUp marks a target up or down. A target that is down exports only
@@ -109,7 +111,7 @@ func (c *Collector) SetUp(pid int, up bool) {
 	defer c.mu.Unlock()
 	t := c.targets[pid]
 	if t == nil {
-		t = &target{info: TargetInfo{PID: pid}, locks: newLockSelector(c.top)}
+		t = &target{info: TargetInfo{PID: pid}, locks: newLockSelector(c.top), labels: lockLabels{}}
 		c.targets[pid] = t
 	}
 	t.up = up && t.src != nil
@@ -233,7 +235,8 @@ func (c *Collector) collectTarget(e emitter, t *target, s *analysis.Summary) {
 		e.gauge(descThreadsPerConnection, tpc.Ratio)
 	}
 	if s.Samples > 0 {
-		named, other := t.locks.update(groupLocks(s.Locks))
+		t.labels.keep(s.Locks)
+		named, other := t.locks.update(groupLocks(s.Locks, t.labels))
 		for _, r := range append(named, other) {
 			e.gauge(descLockBlockedThreads, float64(r.waiters), r.key.lock, r.key.site)
 			e.counter(descLockBlockedSeconds, r.seconds, r.key.lock, r.key.site)

@@ -48,7 +48,7 @@ func emitJFRLocks(e emitter, t *target, top int, s *analysis.Summary) {
 		if l.JFR == nil {
 			continue
 		}
-		k := lockKey{lock: lockLabel(l), site: siteLabel(l)}
+		k := t.labels.of(l)
 		j, ok := row[k]
 		if !ok {
 			j = len(rows)

@@ -54,13 +54,47 @@ func newLockSelector(top int) *lockSelector {
 	return &lockSelector{top: top, named: map[lockKey]bool{}, prev: map[lockKey]float64{}, exported: map[lockKey]float64{}}
 }
 
+// lockLabels keeps, by LockSummary.ID, the label pair each lock got when
+// first exported, while the Summary lists it. Both labels can change as
+// samples accumulate: the wait kind in `lock` is the kind most of the
+// lock's waiters showed, `site` their most common frame. A counter whose
+// labels change is a new series, and its whole total would be counted
+// again in "other" as the increase of a key seen for the first time.
+type lockLabels map[string]lockKey
+
+// of returns the labels of l, the ones it was first given if it had any.
+func (ll lockLabels) of(l *analysis.LockSummary) lockKey {
+	if k, ok := ll[l.ID]; ok && l.ID != "" {
+		return k
+	}
+	k := lockKey{lock: lockLabel(l), site: siteLabel(l)}
+	if l.ID != "" {
+		ll[l.ID] = k
+	}
+	return k
+}
+
+// keep forgets the locks the Summary no longer lists (the Aggregator
+// evicted them), so the map follows the Summary's size.
+func (ll lockLabels) keep(locks []analysis.LockSummary) {
+	present := make(map[string]bool, len(locks))
+	for i := range locks {
+		present[locks[i].ID] = true
+	}
+	for id := range ll {
+		if !present[id] {
+			delete(ll, id)
+		}
+	}
+}
+
 // groupLocks turns the Summary's locks into one row per label pair.
-func groupLocks(locks []analysis.LockSummary) []lockRow {
+func groupLocks(locks []analysis.LockSummary, labels lockLabels) []lockRow {
 	by := make(map[lockKey]*lockRow, len(locks))
 	var order []lockKey
 	for i := range locks {
 		l := &locks[i]
-		k := lockKey{lock: lockLabel(l), site: siteLabel(l)}
+		k := labels.of(l)
 		r := by[k]
 		if r == nil {
 			r = &lockRow{key: k}

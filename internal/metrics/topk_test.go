@@ -102,7 +102,7 @@ func TestGroupLocksSumsCollidingLabels(t *testing.T) {
 		{Kind: "monitor", Class: "org.b.Foo", WaitFrame: &frame, CurrentWaiters: 1, BlockedThreadSeconds: 0.5},
 		{Kind: "futex", Class: "contended_mutex", CurrentWaiters: 3, BlockedThreadSeconds: 4},
 		{Kind: "futex", Class: "", CurrentWaiters: 1, BlockedThreadSeconds: 1},
-	})
+	}, lockLabels{})
 	assert.Equal(t, []lockRow{
 		{key: lockKey{"monitor Foo", frame}, waiters: 3, seconds: 2},
 		{key: lockKey{"futex contended_mutex", ""}, waiters: 3, seconds: 4},
@@ -269,4 +269,35 @@ func TestDocsListEveryMetric(t *testing.T) {
 	for m := range documented {
 		assert.True(t, exported[m], "docs/prometheus.md lists %s, which is not exported", m)
 	}
+}
+
+// A lock keeps the labels it was first exported with: its principal wait
+// kind and its most common frame may change as samples accumulate, and a
+// counter that changed labels would start a new series while "other"
+// counted a flipped lock's whole total a second time.
+func TestLockLabelsStayWhileTheKindAndSiteMove(t *testing.T) {
+	enter, relock := "Cache.get(Cache.java:42)", "Cache.get(Cache.java:47)"
+	lock := func(id, kind, class string, site *string, seconds float64) analysis.LockSummary {
+		return analysis.LockSummary{ID: id, Kind: kind, Class: class, WaitFrame: site, CurrentWaiters: 1, BlockedThreadSeconds: seconds}
+	}
+	labels, sel := lockLabels{}, newLockSelector(1)
+	scrape := func(locks ...analysis.LockSummary) ([]lockRow, lockRow) {
+		labels.keep(locks)
+		return sel.update(groupLocks(locks, labels))
+	}
+
+	named, other := scrape(lock("hot", "monitor", "com.x.Cache", &enter, 10), lock("cold", "monitor", "com.x.Pool", &enter, 2))
+	require.Equal(t, []lockRow{{key: lockKey{"monitor Cache", enter}, waiters: 1, seconds: 10}}, named)
+	assert.Equal(t, 2.0, other.seconds)
+
+	// Both locks' waiters now mostly re-lock after a wait, at another line.
+	named, other = scrape(lock("hot", "relock", "com.x.Cache", &relock, 12), lock("cold", "relock", "com.x.Pool", &relock, 3))
+	require.Equal(t, []lockRow{{key: lockKey{"monitor Cache", enter}, waiters: 1, seconds: 12}}, named, "the named series keeps its labels")
+	assert.Equal(t, 3.0, other.seconds, "other grows by the cold lock's increase only")
+
+	// A lock the Summary dropped is forgotten; back, it is labelled anew.
+	scrape(lock("hot", "relock", "com.x.Cache", &relock, 13))
+	assert.NotContains(t, labels, "cold")
+	named, _ = scrape(lock("cold", "relock", "com.x.Pool", &relock, 1))
+	assert.Equal(t, "relock Pool", named[0].key.lock)
 }
