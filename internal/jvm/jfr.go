@@ -165,6 +165,12 @@ func (r *Recording) Name() string { return r.name }
 // Ends is when the current recording stops by itself unless renewed.
 func (r *Recording) Ends() time.Time { return r.ends }
 
+// Threshold is the shortest wait the recording was asked to keep. The JVM
+// records an event once for all its recordings, at the lowest threshold
+// any of them asked: a user's own recording can put shorter waits in what
+// Read returns.
+func (r *Recording) Threshold() time.Duration { return r.opts.Threshold }
+
 func (r *Recording) inline() bool {
 	switch r.opts.Settings {
 	case SettingsInline:

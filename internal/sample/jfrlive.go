@@ -50,6 +50,9 @@ type jfrLive struct {
 	// which reads whatever is left.
 	takes int
 	first time.Time
+	// shortSeen says a read held waits under the recording's threshold,
+	// which another recording of the JVM asked for: said once.
+	shortSeen bool
 }
 
 // lastTick reports whether Run will end after this tick (--count or
@@ -134,7 +137,7 @@ func (s *Sampler) takeJFR(ctx context.Context, snap *Snapshot) {
 	if len(b) == 0 {
 		return
 	}
-	s.addJFR(snap, b)
+	s.addJFR(snap, b, st.rec.Threshold())
 }
 
 // readJFR reads the recording's new data and puts the pause the read
@@ -155,10 +158,13 @@ func (s *Sampler) readJFR(ctx context.Context, rec *jvm.Recording, margin time.D
 	return b, err
 }
 
-// addJFR puts the waits and GC pauses of a read on snap.
-func (s *Sampler) addJFR(snap *Snapshot, b []byte) {
+// addJFR puts the waits and GC pauses of a read on snap. Waits shorter
+// than threshold, ctprof's recording's, were recorded for another
+// recording of the JVM (a user's, at a lower threshold): left out, so the
+// counts and totals mean what --jfr-threshold says.
+func (s *Sampler) addJFR(snap *Snapshot, b []byte, threshold time.Duration) {
 	r := NewJFRReader(bytes.NewReader(b), fmt.Sprintf("JFR recording of pid %d", s.opts.PID), JFROptions{})
-	dropped := 0
+	dropped, short := 0, 0
 	for {
 		batch, err := r.Next()
 		if err != nil {
@@ -167,6 +173,17 @@ func (s *Sampler) addJFR(snap *Snapshot, b []byte) {
 			}
 			break
 		}
+		kept := batch.Waits[:0]
+		for _, w := range batch.Waits {
+			// A microsecond for the ticks-to-nanoseconds rounding of a
+			// wait the JVM kept at exactly the threshold.
+			if w.Duration+time.Microsecond < threshold {
+				short++
+				continue
+			}
+			kept = append(kept, w)
+		}
+		batch.Waits = kept
 		if room := maxLiveWaits - len(snap.Waits); len(batch.Waits) > room {
 			dropped += len(batch.Waits) - room
 			batch.Waits = batch.Waits[:room]
@@ -176,6 +193,10 @@ func (s *Sampler) addJFR(snap *Snapshot, b []byte) {
 	}
 	if dropped > 0 {
 		snap.Errors = append(snap.Errors, fmt.Sprintf("JFR: %d waits beyond %d in one read were left out; raise --jfr-threshold", dropped, maxLiveWaits))
+	}
+	if short > 0 && !s.jfr.shortSeen {
+		s.jfr.shortSeen = true
+		snap.Errors = append(snap.Errors, fmt.Sprintf("JFR: another recording of the JVM records waits under ctprof's threshold (%v); %d such waits were left out of this read, and later ones will be too", threshold, short))
 	}
 	if snap.Waits == nil {
 		// A read happened: the waits are known to be none, not unknown.
@@ -207,7 +228,7 @@ func (s *Sampler) flushJFR(fn func(*Snapshot)) {
 	if len(b) == 0 {
 		return
 	}
-	s.addJFR(snap, b)
+	s.addJFR(snap, b, rec.Threshold())
 	if len(snap.Waits) > 0 || len(snap.GCPauses) > 0 || len(snap.Errors) > 0 {
 		fn(snap)
 	}

@@ -84,3 +84,40 @@ func TestSamplerJFRWaitsOnSnapshots(t *testing.T) {
 	require.Positive(t, reads)
 	assert.Equal(t, reads, paused, "every read's pause is known")
 }
+
+// The JVM records an event once for all its recordings, at the lowest
+// threshold any asked for. A user's own recording of every monitor enter
+// must not put waits under ctprof's threshold in ctprof's figures: they
+// are left out, and the run says so once.
+func TestSamplerJFRLeavesOutAnotherRecordingsShortWaits(t *testing.T) {
+	p := testjvm.Start(t, testjvm.JDK25(t), "JfrLocks")
+	out := string(p.Jcmd(t, "JFR.start", "name=users-own", "settings=none",
+		"+jdk.JavaMonitorEnter#enabled=true", "+jdk.JavaMonitorEnter#threshold=0ms",
+		"+jdk.JavaMonitorWait#enabled=true", "+jdk.JavaMonitorWait#threshold=0ms"))
+	require.Contains(t, out, "Started recording", out)
+	defer p.Jcmd(t, "JFR.stop", "name=users-own")
+
+	// JfrLocks' waits last a few milliseconds: at 50 ms, ctprof's own
+	// settings would record hardly any.
+	const threshold = 50 * time.Millisecond
+	s, err := NewSampler(Options{PID: p.PID, Interval: 200 * time.Millisecond, Duration: 3 * time.Second, JVM: JVMOptions{
+		NoDumps: true,
+		JFR:     JFRLiveOptions{Enabled: true, Threshold: threshold, ReadEvery: time.Second},
+	}})
+	require.NoError(t, err)
+	defer s.Close()
+	notes := 0
+	_, err = s.Run(context.Background(), func(snap *Snapshot) {
+		for _, w := range snap.Waits {
+			assert.GreaterOrEqual(t, w.Duration+time.Microsecond, threshold, "%s of %s", w.Event, w.Thread)
+		}
+		for _, e := range snap.Errors {
+			if strings.Contains(e, "another recording of the JVM records waits under ctprof's threshold (50ms)") {
+				notes++
+			}
+		}
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 1, notes, "said once")
+	assert.Contains(t, string(p.Jcmd(t, "JFR.check")), "users-own", "the user's recording is left running")
+}
