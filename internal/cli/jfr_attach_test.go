@@ -138,7 +138,8 @@ func TestAttachJFRLeavesNoRecording(t *testing.T) {
 // A killed ctprof cannot stop its recording: the recording ends by itself
 // within its duration, and writes no file (a JDK 21+ recording with a
 // duration and no destination would write one into the JVM's working
-// directory).
+// directory). Its directory in the JVM's /tmp stays until the next
+// ctprof that records the JVM, which removes it.
 func TestAttachJFRRecordingEndsByItselfAfterSIGKILL(t *testing.T) {
 	const recordingDuration = 15 * time.Second
 	target := testjvm.Start(t, testjvm.JDK25(t), "JfrLocks")
@@ -165,6 +166,12 @@ func TestAttachJFRRecordingEndsByItselfAfterSIGKILL(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(filepath.Dir(target.LogPath()), "*.jfr"))
 	require.NoError(t, err)
 	assert.Empty(t, files, "no recording written into the JVM's working directory")
+
+	left := ctprofJFRDirs(t, target.PID)
+	require.Len(t, left, 1, "the killed ctprof's directory")
+	code, _, stderr := run(t, "", "attach", strconv.Itoa(target.PID), "--jfr", "--duration", "2s", "--interval", "500ms")
+	require.Equal(t, 0, code, stderr)
+	assert.Empty(t, ctprofJFRDirs(t, target.PID), "the next ctprof removed it, and its own")
 }
 
 // WAITED lines of JfrLocks: epoch millis and the monitor-wait total (ns).

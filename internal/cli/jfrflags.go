@@ -28,7 +28,8 @@ its new data every 5 s (a dump into a private directory in the JVM's /tmp,
 removed after reading) and stops it when the run ends, also after Ctrl-C. The
 recording is bounded (2 minutes, 32 MB) and renewed while ctprof runs, so if
 ctprof is killed it ends by itself within 2 minutes (or the run's --duration
-and 30 s, if shorter) and writes no file. A recording of the JVM's own (a
+and 30 s, if shorter) and writes no file; the next ctprof that records the
+JVM removes the private directory a killed one left. A recording of the JVM's own (a
 user's) at a lower threshold makes the JVM record shorter waits for both:
 ctprof leaves those out, and says so once.`
 

@@ -123,6 +123,11 @@ type Recording struct {
 	dir     *targetDir
 	dirName string
 	dirSt   unix.Stat_t
+	// held is a descriptor of dir with an exclusive flock, held while
+	// ctprof runs: the kernel drops it when ctprof dies, and a later
+	// ctprof takes a directory it can lock for the litter of a killed one
+	// (removeStaleDirs).
+	held int
 	// jfc is the settings file's name in dir, when one was written.
 	jfc   string
 	jfcSt unix.Stat_t
@@ -398,17 +403,27 @@ func (r *Recording) stopID(ctx context.Context, id string) error {
 	return nil
 }
 
+// jfrDirPrefix starts the name of ctprof's directories in a JVM's /tmp.
+const jfrDirPrefix = "ctprof-jfr-"
+
+// staleDirAge is how old a directory that no ctprof holds must be to be
+// taken for a killed ctprof's: a live one creates its directory and locks
+// it microseconds apart.
+var staleDirAge = 10 * time.Second
+
 // makeDir creates ctprof's directory in the JVM's /tmp, as the JVM's user,
-// mode 0700, under a name no one can guess, and holds it open.
+// mode 0700, under a name no one can guess, and holds it open and locked.
+// The directories killed ctprofs left there are removed first.
 func (r *Recording) makeDir() error {
 	i := r.info
 	tmp, err := openTargetRootDir(i.fs, i.PID, "tmp")
 	if err != nil {
 		return err
 	}
+	removeStaleDirs(tmp, i.UID, i.GID)
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
-	name := "ctprof-jfr-" + strconv.Itoa(i.NSPID) + "-" + hex.EncodeToString(nonce[:])
+	name := jfrDirPrefix + strconv.Itoa(i.NSPID) + "-" + hex.EncodeToString(nonce[:])
 	err = asUser(i.UID, i.GID, func() error { return unix.Mkdirat(tmp.fd, name, 0o700) })
 	if err != nil {
 		tmp.Close()
@@ -428,15 +443,78 @@ func (r *Recording) makeDir() error {
 		tmp.Close()
 		return err
 	}
-	r.tmp, r.dirName, r.dirSt = tmp, name, st
-	r.dir = &targetDir{fd: fd, shown: tmp.shown + "/" + name}
+	dir := &targetDir{fd: fd, shown: tmp.shown + "/" + name}
+	held, err := dir.lock()
+	if err != nil {
+		unix.Close(fd)
+		tmp.Close()
+		return err
+	}
+	r.tmp, r.dirName, r.dirSt, r.held = tmp, name, st, held
+	r.dir = dir
 	return nil
+}
+
+// lock takes an exclusive flock of d without waiting and returns the
+// descriptor that holds it (an O_PATH descriptor cannot be locked).
+func (d *targetDir) lock() (int, error) {
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(d.fd), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open %s: %w", d.shown, err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("lock %s: %w", d.shown, err)
+	}
+	return fd, nil
+}
+
+// removeStaleDirs removes from tmp the directories of killed ctprofs: a
+// ctprof directory of the JVM's user that no process holds locked and that
+// is older than staleDirAge. Inside it only what ctprof's runs put there
+// goes (its settings file, dump files: regular files of the JVM's user),
+// as the JVM's user, as removeDir does; a directory with anything else
+// stays. Another user's directory is left alone.
+func removeStaleDirs(tmp *targetDir, uid, gid int) {
+	names, err := tmp.readDirNames(jfrDirPrefix)
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		fd, st, err := tmp.lookup(name)
+		if err != nil {
+			continue
+		}
+		dir := &targetDir{fd: fd, shown: tmp.shown + "/" + name}
+		changed := time.Unix(st.Ctim.Unix())
+		if checkOwned(&st, dir.shown, unix.S_IFDIR, "directory", uid) != nil || time.Since(changed) < staleDirAge {
+			unix.Close(fd)
+			continue
+		}
+		held, err := dir.lock()
+		if err != nil {
+			unix.Close(fd) // a live ctprof's
+			continue
+		}
+		files, _ := dir.readDirNames("")
+		for _, f := range files {
+			if f == jfcName || strings.HasPrefix(f, "dump-") && strings.HasSuffix(f, ".jfr") {
+				dir.removeOwnedFile(f, uid, gid)
+			}
+		}
+		unix.Close(held)
+		unix.Close(fd)
+		var now unix.Stat_t
+		if unix.Fstatat(tmp.fd, name, &now, unix.AT_SYMLINK_NOFOLLOW) == nil && now.Dev == st.Dev && now.Ino == st.Ino {
+			_ = asUser(uid, gid, func() error { return unix.Unlinkat(tmp.fd, name, unix.AT_REMOVEDIR) })
+		}
+	}
 }
 
 // writeJFC writes the settings file into ctprof's directory, as the JVM's
 // user, exclusively and without following a link.
 func (r *Recording) writeJFC() error {
-	name := "ctprof.jfc"
+	name := jfcName
 	content := jfcSettings(r.opts.Threshold)
 	err := asUser(r.info.UID, r.info.GID, func() error {
 		fd, err := unix.Openat(r.dir.fd, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o600)
@@ -460,16 +538,22 @@ func (r *Recording) writeJFC() error {
 	return nil
 }
 
-// removeFile removes a file the JVM wrote into ctprof's directory: only a
-// regular file of the JVM's user (the directory is the JVM user's own, so
-// nothing else should be there).
-func (r *Recording) removeFile(name string) {
+// jfcName is the settings file ctprof writes into its directory.
+const jfcName = "ctprof.jfc"
+
+// removeFile removes a file the JVM wrote into ctprof's directory.
+func (r *Recording) removeFile(name string) { r.dir.removeOwnedFile(name, r.info.UID, r.info.GID) }
+
+// removeOwnedFile removes name from d if it is a regular file of uid (d is
+// a directory of the JVM's user, so nothing else should be there), as
+// uid:gid.
+func (d *targetDir) removeOwnedFile(name string, uid, gid int) {
 	var st unix.Stat_t
-	if unix.Fstatat(r.dir.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+	if unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFREG && int(st.Uid) == r.info.UID {
-		_ = r.dir.removeIfSame(name, st, r.info.UID, r.info.GID)
+	if st.Mode&unix.S_IFMT == unix.S_IFREG && int(st.Uid) == uid {
+		_ = d.removeIfSame(name, st, uid, gid)
 	}
 }
 
@@ -497,5 +581,6 @@ func (r *Recording) removeDir() {
 		now.Dev == r.dirSt.Dev && now.Ino == r.dirSt.Ino {
 		_ = asUser(r.info.UID, r.info.GID, func() error { return unix.Unlinkat(r.tmp.fd, r.dirName, unix.AT_REMOVEDIR) })
 	}
+	unix.Close(r.held) // after the directory is gone, or another ctprof may take what stays
 	r.tmp.Close()
 }

@@ -463,3 +463,52 @@ func TestJcmdFromPathOnly(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNoJcmd)
 	assert.ErrorContains(t, err, "PATH")
 }
+
+// A killed ctprof leaves its JFR directory in the JVM's /tmp; the next
+// ctprof that makes one there removes it: a ctprof directory of the JVM's
+// user that no live ctprof holds locked, emptied of ctprof's own files
+// only. A locked one, another user's, a link and one with a stranger's file
+// in it stay.
+func TestRemoveStaleDirs(t *testing.T) {
+	requireRoot(t)
+	defer func(age time.Duration) { staleDirAge = age }(staleDirAge)
+	staleDirAge = 0
+	d, dir := ownTmpDir(t)
+	mk := func(name string, files ...string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.Mkdir(p, 0o700))
+		for _, f := range files {
+			require.NoError(t, os.WriteFile(filepath.Join(p, f), []byte("x"), 0o600))
+		}
+		return p
+	}
+	stale := mk("ctprof-jfr-11-aa", "ctprof.jfc", "dump-1.jfr", "dump-2.jfr")
+	live := mk("ctprof-jfr-12-bb", "ctprof.jfc")
+	lf, err := os.Open(live)
+	require.NoError(t, err)
+	defer lf.Close()
+	require.NoError(t, unix.Flock(int(lf.Fd()), unix.LOCK_EX))
+	stranger := mk("ctprof-jfr-13-cc", "ctprof.jfc", "notes.txt")
+	others := mk("ctprof-jfr-14-dd", "ctprof.jfc")
+	require.NoError(t, os.Chown(filepath.Join(others, "ctprof.jfc"), 65534, 65534))
+	require.NoError(t, os.Chown(others, 65534, 65534))
+	require.NoError(t, os.Symlink(live, filepath.Join(dir, "ctprof-jfr-15-ee")))
+	unrelated := mk("other-dir", "ctprof.jfc")
+
+	removeStaleDirs(d, 0, 0)
+	assert.NoDirExists(t, stale)
+	assert.FileExists(t, filepath.Join(live, "ctprof.jfc"), "a live ctprof's")
+	assert.FileExists(t, filepath.Join(stranger, "notes.txt"))
+	assert.NoFileExists(t, filepath.Join(stranger, "ctprof.jfc"), "ctprof's own file goes")
+	assert.FileExists(t, filepath.Join(others, "ctprof.jfc"), "another user's")
+	_, err = os.Lstat(filepath.Join(dir, "ctprof-jfr-15-ee"))
+	assert.NoError(t, err, "a link is not followed nor removed")
+	assert.FileExists(t, filepath.Join(unrelated, "ctprof.jfc"))
+
+	// Young directories are left alone: a live ctprof locks its own
+	// microseconds after creating it.
+	staleDirAge = time.Hour
+	young := mk("ctprof-jfr-16-ff", "ctprof.jfc")
+	removeStaleDirs(d, 0, 0)
+	assert.DirExists(t, young)
+}
