@@ -5,10 +5,18 @@ package main
 
 import (
 	"os"
+	"runtime"
 
 	"github.com/ctprof/ctprof/internal/cli"
 )
 
 func main() {
+	if os.Getenv("CTPROF_HEAPPROFILE") == "" && os.Getenv("GODEBUG") == "" {
+		// No one reads ctprof's own memory profile unless the developer
+		// asks for one (CTPROF_HEAPPROFILE; GODEBUG may set the rate):
+		// its samples, a stack walk every 512 KB allocated and pages of
+		// the runtime's bucket table, are not taken.
+		runtime.MemProfileRate = 0
+	}
 	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
