@@ -480,6 +480,9 @@ func removeStaleDirs(tmp *targetDir, uid, gid int) {
 	if err != nil {
 		return
 	}
+	// The target's owner decides what /tmp holds: the work per start is
+	// bounded.
+	names = names[:min(len(names), maxStaleDirs)]
 	for _, name := range names {
 		fd, st, err := tmp.lookup(name)
 		if err != nil {
@@ -496,20 +499,25 @@ func removeStaleDirs(tmp *targetDir, uid, gid int) {
 			unix.Close(fd) // a live ctprof's
 			continue
 		}
-		files, _ := dir.readDirNames("")
-		for _, f := range files {
-			if f == jfcName || strings.HasPrefix(f, "dump-") && strings.HasSuffix(f, ".jfr") {
+		dir.removeOwnedFile(jfcName, uid, gid)
+		dumps, _ := dir.readDirNames("dump-")
+		for _, f := range dumps[:min(len(dumps), maxStaleDirs)] {
+			if strings.HasSuffix(f, ".jfr") {
 				dir.removeOwnedFile(f, uid, gid)
 			}
 		}
-		unix.Close(held)
 		unix.Close(fd)
 		var now unix.Stat_t
 		if unix.Fstatat(tmp.fd, name, &now, unix.AT_SYMLINK_NOFOLLOW) == nil && now.Dev == st.Dev && now.Ino == st.Ino {
 			_ = asUser(uid, gid, func() error { return unix.Unlinkat(tmp.fd, name, unix.AT_REMOVEDIR) })
 		}
+		unix.Close(held) // after the directory is gone, as removeDir does
 	}
 }
+
+// maxStaleDirs bounds the stale directories one start removes, and the
+// dump files it removes from each (a killed ctprof leaves one or two).
+const maxStaleDirs = 64
 
 // writeJFC writes the settings file into ctprof's directory, as the JVM's
 // user, exclusively and without following a link.
