@@ -110,8 +110,8 @@ type ThreadReader struct {
 	// LeaveCPU says the target works for ctprof during the sweep (a
 	// thread dump: the JVM's VM thread prints at a safepoint): a first
 	// sweep split over goroutines then leaves it one CPU. With every CPU
-	// taken, a 2,000-thread dump on two CPUs took 38 ms instead of 33-34,
-	// and the one-shot ended later (BenchmarkOneShotVersusJcmd).
+	// taken, a 2,000-thread dump on two CPUs took 39-42 ms against 34-36
+	// alone (BenchmarkOneShotVersusJcmd's dump-ms and bare-dump-ms).
 	LeaveCPU bool
 	// affinity interns the affinity lists sched_getaffinity gives.
 	affinity map[unix.CPUSet]string
