@@ -187,6 +187,9 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 	}
 	if opts.Count == 1 {
 		defer collectLessForOneSample()()
+		if opts.Format == "json" {
+			go report.PrepareJSON()
+		}
 	}
 	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Duration: opts.Duration, Count: opts.Count, Port: opts.Port,
 		JVM: opts.JVM.options()})
