@@ -27,13 +27,13 @@ func TestOneShotPID(t *testing.T) {
 		{"attach 1234 -n 1 --top 5", 1234},
 		{"attach 1234 -n 1 --top=0 -f text", 1234},
 
-		{"attach 1234", 0},                           // runs until Ctrl-C
-		{"attach 1234 --count 2", 0},                 // more than one sample
-		{"attach 1234 --count 01", 0},                // spelled unlike a one-shot
-		{"attach 1234 --count", 0},                   // no value
-		{"attach 1234 --count 1 --count 1", 0},       // repeated
-		{"attach 1234 -n 1 --count 1", 0},            // repeated under two names
-		{"attach 1234 --count 1 --locks", 0},         // another kind of dump
+		{"attach 1234", 0},                            // runs until Ctrl-C
+		{"attach 1234 --count 2", 0},                  // more than one sample
+		{"attach 1234 --count 01", 0},                 // spelled unlike a one-shot
+		{"attach 1234 --count", 0},                    // no value
+		{"attach 1234 --count 1 --count 1", 0},        // repeated
+		{"attach 1234 -n 1 --count 1", 0},             // repeated under two names
+		{"attach 1234 --count 1 --locks", 0},          // another kind of dump
 		{"attach 1234 --count 1 --dump-mode file", 0}, // another kind of dump
 		{"attach 1234 --count 1 --no-dumps", 0},
 		{"attach 1234 --count 1 --jfr", 0},
