@@ -70,13 +70,18 @@ var errNoEarlyDump = errors.New("no early dump was asked for")
 // once the early dump has given up.
 func (d *EarlyDump) Sent() <-chan struct{} { return d.sent }
 
-// Result waits for the early dump. It returns nil when the dump did not
-// come back (never asked for, or failed): the caller then takes its own,
-// through the whole of ThreadDump (the jcmd fallback included). A request
-// that failed after the JVM had begun may have paused it once more; the
-// pause of a dump that came back is in its DumpResult.
-func (d *EarlyDump) Result() *DumpResult {
-	<-d.done
+// Result waits for the early dump, or for ctx to end. It returns nil when
+// the dump did not come back (never asked for, or failed) or ctx ended
+// first: the caller then takes its own, through the whole of ThreadDump
+// (the jcmd fallback included), unless ctx has ended. A request that
+// failed after the JVM had begun may have paused it once more; the pause
+// of a dump that came back is in its DumpResult.
+func (d *EarlyDump) Result(ctx context.Context) *DumpResult {
+	select {
+	case <-d.done:
+	case <-ctx.Done():
+		return nil
+	}
 	if d.err != nil {
 		return nil
 	}

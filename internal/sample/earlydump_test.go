@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,4 +107,26 @@ func threadNames(d *threaddump.Dump) []string {
 		}
 	}
 	return names
+}
+
+// Ctrl-C while the JVM does not answer the early request (here, stopped
+// by SIGSTOP after its listener started) ends the wait: the tick goes on
+// without a dump rather than wait for the JVM or ask it again.
+func TestSamplerStopsWaitingForAnEarlyDump(t *testing.T) {
+	p, _ := startLoggingDumps(t, testjvm.JDK17(t), "20")
+	require.NoError(t, syscall.Kill(p.PID, syscall.SIGSTOP))
+	defer syscall.Kill(p.PID, syscall.SIGCONT)
+
+	jvm.StartEarlyDump("/proc", p.PID)
+	s, err := sample.NewSampler(sample.Options{PID: p.PID, Count: 1})
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	snap, err := s.Take(ctx)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second, "the wait ended with the context")
+	assert.Nil(t, snap.DumpCost, "no dump: the JVM never answered")
+	assert.NotEmpty(t, snap.Threads, "the tick's /proc sweep is there")
 }

@@ -187,7 +187,7 @@ func NewSampler(opts Options) (*Sampler, error) {
 	if early != nil {
 		if s.jvm != nil && earlyDumpFits(opts) {
 			s.early = early
-		} else if early.Wait(); early.Result() != nil {
+		} else if early.Wait(); early.Result(context.Background()) != nil {
 			s.notes = append(s.notes, "a thread dump asked for while ctprof started was not used (the options ask for another kind); the JVM paused for it")
 		}
 	}
@@ -355,11 +355,14 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot, sent func()) erro
 			<-e.Sent()
 			sent()
 		}
-		if res := e.Result(); res != nil {
+		if res := e.Result(ctx); res != nil {
 			if res.Before != nil {
 				s.setCounters(snap, *res.Before)
 			}
 			return s.useDump(ctx, snap, res, nil, true)
+		}
+		if ctx.Err() != nil {
+			return nil // stopped (Ctrl-C) while the JVM did not answer
 		}
 		// It did not come back: the tick asks for its own.
 	}
