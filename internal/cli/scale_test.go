@@ -99,13 +99,23 @@ func TestScaleJavaMonitorAgainstIndependent(t *testing.T) {
 // 1.00: the workloads' raised priority keeps their measurements, and what
 // the test asserts is unchanged.
 func TestScaleJavaMonitorOnALoadedMachine(t *testing.T) {
-	load := testnative.Start(t, "spinners", "2")
+	loadBothCPUs(t)
 	javaMonitorAgainstIndependent(t)
-	select {
-	case <-load.Done():
-		t.Error("the load ended before the comparison did")
-	default:
-	}
+}
+
+// loadBothCPUs keeps both CPUs of the machine busy for the rest of the
+// test: two threads of another process (testdata/c/spinners.c) that
+// compute without pause at the usual priority. The test fails if they end
+// before it does.
+func loadBothCPUs(t *testing.T) {
+	load := testnative.Start(t, "spinners", "2")
+	t.Cleanup(func() {
+		select {
+		case <-load.Done():
+			t.Error("the load ended before the test did")
+		default:
+		}
+	})
 }
 
 func javaMonitorAgainstIndependent(t *testing.T) {
@@ -132,8 +142,12 @@ func javaMonitorAgainstIndependent(t *testing.T) {
 
 // Load-test style: the workload's thread count is the varied level ({n} in
 // its command) and throughput is the rate of a Prometheus counter it
-// serves. Four levels are enough for the USL.
+// serves. Four levels are enough for the USL. Both CPUs are kept busy by
+// another process at the usual priority throughout, as other JVMs of
+// `make test` once did: the workload's raised priority keeps its levels
+// measurable.
 func TestScaleVaryConcurrencyWithMetric(t *testing.T) {
+	loadBothCPUs(t)
 	jdk := testjvm.JDK17(t)
 	classes := testjvm.Compile(t, jdk)
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/jvm"
 	"github.com/ctprof/ctprof/internal/testjvm"
+	"github.com/ctprof/ctprof/internal/testnative"
 )
 
 // BenchmarkOneShotVersusJcmd runs `ctprof attach PID --count 1` (the
@@ -31,7 +32,19 @@ import (
 // it; it is longer than the bare dump by what ctprof's concurrent /proc
 // sweep takes from the JVM's CPUs, which is why the goal's ratio is taken
 // against the bare dump. "paired-wall/bare-dump" is the median over the
-// rounds of each round's one-shot divided by its bare dump.
+// rounds of each round's one-shot divided by its bare dump. Each round
+// also runs the one-shot with CTPROF_NO_EARLY_DUMP=1 (the dump asked for
+// after the command line is parsed, as before early dumps):
+// "no-early-wall-ms", and "early-gain-ms", the median over the rounds of
+// that run's wall time less the one-shot's.
+//
+// "bare-beside-spin-ms" is the bare dump taken while one thread of another
+// process (testdata/c/spinners.c) computes without pause, and
+// "cpu-sharing" that over the bare dump: about 1 when the machine's two
+// CPUs run independently, up to 2 when one CPU's work slows the other's
+// (virtual CPUs that share a core of the host, as this VM's do at busy
+// times). It tells which state a run met: a one-shot's /proc sweep runs
+// beside the dump, so its dump slows by the same factor.
 //
 // Goals (issue 16): on 2,000 threads, ctprof >= 3x faster than jcmd in
 // wall time and >= 5x in CPU, and within 1.5x of the bare dump time; on
@@ -51,19 +64,13 @@ func BenchmarkOneShotVersusJcmd(b *testing.B) {
 				runTimed(b, bin, "attach", pid, "--count", "1", "--format", "json")
 				runTimed(b, jdk.Bin("jcmd"), pid, "Thread.print")
 				bareDump(b, p.PID)
-				var ctWall, ctCPU, dump, bare, jWall, jCPU []float64
+				spin := testnative.Start(b, "spinners", "1")
+				pauseSpinner(b, spin.PID, true)
+				var ctWall, ctCPU, dump, bare, jWall, jCPU, lateWall, besideSpin []float64
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					out, wall, cpu := runTimed(b, bin, "attach", pid, "--count", "1", "--format", "json")
-					var sum struct {
-						SampleCost struct {
-							DumpSeconds float64 `json:"dump_seconds"`
-						} `json:"sample_cost"`
-						Dumps int `json:"dumps"`
-					}
-					if err := json.Unmarshal(out, &sum); err != nil || sum.Dumps != 1 {
-						b.Fatalf("ctprof one-shot: %v, %d dumps: %.300s", err, sum.Dumps, out)
-					}
+					sum := oneShotCost(b, out, true)
 					ctWall, ctCPU, dump = append(ctWall, wall), append(ctCPU, cpu), append(dump, 1000*sum.SampleCost.DumpSeconds)
 					out, wall, cpu = runTimed(b, jdk.Bin("jcmd"), pid, "Thread.print")
 					if !bytes.Contains(out, []byte("conn-1-reader")) {
@@ -71,6 +78,13 @@ func BenchmarkOneShotVersusJcmd(b *testing.B) {
 					}
 					jWall, jCPU = append(jWall, wall), append(jCPU, cpu)
 					bare = append(bare, bareDump(b, p.PID))
+					out, wall, _ = runTimedEnv(b, []string{"CTPROF_NO_EARLY_DUMP=1"}, bin, "attach", pid, "--count", "1", "--format", "json")
+					oneShotCost(b, out, false)
+					lateWall = append(lateWall, wall)
+					pauseSpinner(b, spin.PID, false)
+					time.Sleep(20 * time.Millisecond)
+					besideSpin = append(besideSpin, bareDump(b, p.PID))
+					pauseSpinner(b, spin.PID, true)
 				}
 				b.StopTimer()
 				b.ReportMetric(median(ctWall), "ctprof-wall-ms")
@@ -90,6 +104,14 @@ func BenchmarkOneShotVersusJcmd(b *testing.B) {
 					paired[i] = ctWall[i] / bare[i]
 				}
 				b.ReportMetric(median(paired), "paired-wall/bare-dump")
+				gain := make([]float64, len(ctWall))
+				for i := range ctWall {
+					gain[i] = lateWall[i] - ctWall[i]
+				}
+				b.ReportMetric(median(besideSpin), "bare-beside-spin-ms")
+				b.ReportMetric(median(besideSpin)/median(bare), "cpu-sharing")
+				b.ReportMetric(median(lateWall), "no-early-wall-ms")
+				b.ReportMetric(median(gain), "early-gain-ms")
 			})
 		}
 	}
@@ -115,6 +137,19 @@ func bareDump(b *testing.B, pid int) float64 {
 	return float64(res.Wall.Microseconds()) / 1000
 }
 
+// pauseSpinner stops (SIGSTOP) or resumes (SIGCONT) the spinner process
+// the benchmark started.
+func pauseSpinner(b *testing.B, pid int, stop bool) {
+	b.Helper()
+	sig := syscall.SIGCONT
+	if stop {
+		sig = syscall.SIGSTOP
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		b.Fatalf("signal the spinner: %v", err)
+	}
+}
+
 // buildCtprof builds the ctprof binary as `make build` does (without the
 // version stamp) into a temporary directory.
 func buildCtprof(b *testing.B) string {
@@ -128,12 +163,39 @@ func buildCtprof(b *testing.B) string {
 	return bin
 }
 
+// oneShotSample is what the benchmarks read of a one-shot's summary.
+type oneShotSample struct {
+	SampleCost struct {
+		DumpSeconds float64 `json:"dump_seconds"`
+		Dumps       int     `json:"dumps"`
+		EarlyDumps  int     `json:"early_dumps"`
+	} `json:"sample_cost"`
+}
+
+// oneShotCost decodes a one-shot's JSON summary and checks it took one
+// dump, asked for early or not as early says.
+func oneShotCost(b *testing.B, out []byte, early bool) oneShotSample {
+	b.Helper()
+	var sum oneShotSample
+	if err := json.Unmarshal(out, &sum); err != nil || sum.SampleCost.Dumps != 1 || (sum.SampleCost.EarlyDumps == 1) != early {
+		b.Fatalf("ctprof one-shot (early dump expected: %v): %v, %+v: %.300s", early, err, sum.SampleCost, out)
+	}
+	return sum
+}
+
 // runTimed runs a command to its end and returns its standard output, its
 // wall time and its CPU time (user + system), in milliseconds.
 func runTimed(b *testing.B, name string, args ...string) ([]byte, float64, float64) {
 	b.Helper()
+	return runTimedEnv(b, nil, name, args...)
+}
+
+// runTimedEnv is runTimed with env added to the environment.
+func runTimedEnv(b *testing.B, env []string, name string, args ...string) ([]byte, float64, float64) {
+	b.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(name, args...)
+	cmd.Env = append(cmd.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
