@@ -127,7 +127,6 @@ type costAgg struct {
 	samples       int
 	sum, peak     time.Duration
 	dumps         int
-	earlyDumps    int
 	dumpWall      time.Duration
 	pause         time.Duration
 	pauseKnown    bool
@@ -235,9 +234,6 @@ func (a *Aggregator) addCost(s *sample.Snapshot) {
 			c.dumpMethods = map[string]int{}
 		}
 		c.dumpMethods[dc.Method]++
-		if dc.Early {
-			c.earlyDumps++
-		}
 	}
 	a.addJFRPause(s)
 }

@@ -15,7 +15,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -411,8 +410,6 @@ type Process struct {
 	waitErr error         // valid after done is closed
 
 	stopOnce sync.Once
-
-	safepointLog string // Options.SafepointLog's file; "" without one
 }
 
 // Start compiles (or reuses) the scenarios for j, starts scenario with args,
@@ -435,9 +432,6 @@ type Options struct {
 	// ClassPath entries follow the scenario classes on the JVM's class
 	// path (third-party jars, see StartLib).
 	ClassPath []string
-	// SafepointLog has the JVM log its safepoints (-Xlog:safepoint) to a
-	// file beside its output, for Process.ThreadDumpsLogged.
-	SafepointLog bool
 
 	// classDir, set by StartLib, is a class directory compiled from
 	// testdata/javalibs; the scenario is then not looked up in testdata/java.
@@ -476,11 +470,6 @@ func StartWith(t testing.TB, j JDK, scenario string, o Options, args ...string) 
 	}
 	jvmArgs = append(jvmArgs, scenarioFlags[scenario]...)
 	jvmArgs = append(jvmArgs, o.JVMFlags...)
-	safepointLog := ""
-	if o.SafepointLog {
-		safepointLog = filepath.Join(dir, "safepoints.log")
-		jvmArgs = append(jvmArgs, "-Xlog:safepoint:file="+safepointLog)
-	}
 	classpath := strings.Join(append([]string{classes}, o.ClassPath...), string(os.PathListSeparator))
 	jvmArgs = append(jvmArgs, "-cp", classpath, scenario)
 	jvmArgs = append(jvmArgs, args...)
@@ -518,8 +507,6 @@ func StartWith(t testing.TB, j JDK, scenario string, o Options, args ...string) 
 		cmd:      cmd,
 		logPath:  logPath,
 		done:     make(chan struct{}),
-
-		safepointLog: safepointLog,
 	}
 	go func() {
 		p.waitErr = cmd.Wait()
@@ -608,31 +595,6 @@ func (p *Process) Log() []byte {
 
 // LogPath is the file receiving the JVM's stdout and stderr.
 func (p *Process) LogPath() string { return p.logPath }
-
-// ThreadDumpsLogged counts the thread dumps the JVM has made (each
-// Thread.print is a "PrintThreads" safepoint) in its safepoint log
-// (Options.SafepointLog). The JVM writes the line as the safepoint ends,
-// which may be a moment after the reply: it waits, up to 10 s, until at
-// least want are there, and returns the count then, so that more than
-// want shows too.
-func (p *Process) ThreadDumpsLogged(t testing.TB, want int) int {
-	t.Helper()
-	if p.safepointLog == "" {
-		t.Fatalf("testjvm: %s was started without Options.SafepointLog", p.Scenario)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, err := os.ReadFile(p.safepointLog)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("testjvm: %v", err)
-		}
-		n := bytes.Count(b, []byte(`Safepoint "PrintThreads"`))
-		if n >= want || time.Now().After(deadline) {
-			return n
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // WaitForLog polls Log() until cond holds, failing the test after timeout.
 func (p *Process) WaitForLog(t testing.TB, timeout time.Duration, cond func(log []byte) bool) []byte {
