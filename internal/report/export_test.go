@@ -159,3 +159,21 @@ func TestSpeedscopeExport(t *testing.T) {
 	assert.Equal(t, total, all.EndValue)
 	assert.Equal(t, 36, blocked.EndValue, "4 dumps × 9 BLOCKED threads")
 }
+
+// A JSON one-shot calls PrepareJSON on a goroutine of its own while the
+// JVM prints: a panic there (a MarshalJSON that cannot take a zero value)
+// would end the process. It must encode the zero Summary, and leave the
+// encoding of a real one as it was.
+func TestPrepareJSONTakesTheZeroSummary(t *testing.T) {
+	s := &analysis.Summary{Warnings: []string{"<x>"}, Timelines: []analysis.Timeline{{ID: "t", Series: []analysis.Series{{Name: "s", Points: []analysis.Point{{T: 1, V: 2}}}}}}}
+	var before bytes.Buffer
+	require.NoError(t, JSON(&before, s))
+	assert.NotPanics(t, PrepareJSON)
+	var after bytes.Buffer
+	require.NoError(t, JSON(&after, s))
+	assert.Equal(t, before.String(), after.String())
+	assert.Contains(t, after.String(), `"\u003cx\u003e"`, "still escaped for HTML")
+	var back analysis.Summary
+	require.NoError(t, json.Unmarshal(after.Bytes(), &back))
+	assert.Equal(t, s.Timelines, back.Timelines)
+}
