@@ -21,8 +21,10 @@ type dumpTick struct {
 	pools []string
 	// waitsOn maps each queued thread to its lock's ID.
 	waitsOn map[*threaddump.Thread]string
-	// lockPools counts, per lock ID, its waiters by pool.
+	// lockWaiters lists, per lock ID, its queued threads, and lockOwners
+	// the threads that hold it.
 	lockWaiters map[string][]*threaddump.Thread
+	lockOwners  map[string][]*threaddump.Thread
 }
 
 type deadlockAgg struct {
@@ -115,7 +117,7 @@ func (a *Aggregator) addDump(s *sample.Snapshot, dt time.Duration) dumpTick {
 		}
 		a.warn(prefixSource(s.Source, d, fmt.Sprintf("%d lines not understood%s", d.UnknownLines, ex)))
 	}
-	tick := dumpTick{dump: d, pools: a.dumpPoolNames(d), waitsOn: map[*threaddump.Thread]string{}, lockWaiters: map[string][]*threaddump.Thread{}}
+	tick := dumpTick{dump: d, pools: a.dumpPoolNames(d), waitsOn: map[*threaddump.Thread]string{}, lockWaiters: map[string][]*threaddump.Thread{}, lockOwners: map[string][]*threaddump.Thread{}}
 	locks := s.DumpLocks
 	if locks == nil {
 		locks = d.Locks()

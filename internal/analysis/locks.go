@@ -170,6 +170,9 @@ func (a *Aggregator) addJavaLocks(locks []*threaddump.LockInfo, dt time.Duration
 		for _, li := range o.infos {
 			if li.Owner != nil {
 				la.ownerFrames.inc(appFrameFrom(li.Owner.Frames, 0), 1)
+				if n > 0 {
+					tick.lockOwners[la.id] = append(tick.lockOwners[la.id], li.Owner)
+				}
 			}
 		}
 		if n >= la.peak {
