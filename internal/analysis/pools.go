@@ -137,7 +137,10 @@ func (a *Aggregator) addPools(s *sample.Snapshot, futexWaiters map[string][]int)
 // frame is not yet on the stack while it spins), a waiter's without the
 // top frame. Such a thread that does not hold the lock is not counted as
 // running for that lock: in a contended SyncSingleton, a third of the
-// dumps showed one or two of them beside the owner.
+// dumps showed one or two of them beside the owner. The other way round,
+// a thread that has just taken the lock may still print BLOCKED (with
+// "- locked" where it waited): an owner that waits on nothing counts as
+// running.
 func (a *Aggregator) addSerialization(tick dumpTick) {
 	if len(tick.lockWaiters) == 0 {
 		return
@@ -180,6 +183,11 @@ func (a *Aggregator) addSerialization(tick dumpTick) {
 				continue
 			}
 			running++
+		}
+		for _, o := range tick.lockOwners[id] {
+			if o.State == threaddump.StateBlocked && tick.waitsOn[o] == "" && PoolName(o.Name) == p {
+				running++
+			}
 		}
 		a.noteSerialization(id, p, size[p], running, q)
 	}

@@ -333,7 +333,9 @@ func marketDataStory(t *testing.T, pid int, port string, perClient int, pollPool
 }
 
 func TestAttachSeesCPUSaturation(t *testing.T) {
-	p := testnative.Start(t, "spinners", "6")
+	// Prioritized: a busy neighbour in another session would otherwise
+	// take half of the CPUs under the kernel's fair share between sessions.
+	p := testnative.StartWith(t, testnative.Options{Prioritized: true}, "spinners", "6")
 	doc, _ := attachJSON(t, strconv.Itoa(p.PID), "--count", "6", "--interval", "250ms")
 	sc := doc["scheduling"].(map[string]any)
 	assert.Greater(t, sc["runnable_avg"].(float64), 2.0, "6 spinners on 2 CPUs")
@@ -423,7 +425,9 @@ func TestAttachServesMetricsWhileSampling(t *testing.T) {
 func TestAttachJVMSynchronizedSingleton(t *testing.T) {
 	for _, jdk := range testjvm.All(t) {
 		t.Run(jdk.Name, func(t *testing.T) {
-			p := testjvm.Start(t, jdk, "SyncSingleton", "8")
+			// Prioritized: its one running thread uses about a core however
+			// busy the rest of the machine is.
+			p := testjvm.StartWith(t, jdk, "SyncSingleton", testjvm.Options{Prioritized: true}, "8")
 			doc, _ := attachJSON(t, strconv.Itoa(p.PID), "--count", "8", "--interval", "250ms")
 			target := doc["target"].(map[string]any)
 			assert.Equal(t, "jvm", target["kind"])

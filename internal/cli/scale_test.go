@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/browsertest"
-	"github.com/ctprof/ctprof/internal/scale/scaletest"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/internal/testnative"
+	"github.com/ctprof/ctprof/internal/testprio"
 )
 
 // scaleJSON runs `ctprof scale` and decodes its document.
@@ -49,15 +49,15 @@ func amdahlSigma(t *testing.T, doc ScaleDocument) float64 {
 // gets the larger σ, and its lock is named as the one that grows.
 //
 // The machine is shared (other tests, builds, JVMs): the scaling tests run
-// their workloads at a raised priority (scaletest.Prioritized) so that a
+// their workloads at a raised priority (testprio.Prioritized) so that a
 // neighbour takes little of their CPUs, and measure a level again when
 // other load still held it back (--retries).
 func TestScaleNativeContendedAgainstIndependent(t *testing.T) {
 	bin := testnative.Build(t, "scale_workload")
 	common := []string{"--cpus", "1,2", "--warmup", "500ms", "--measure", "2s", "--interval", "100ms", "--retries", "2", "--throughput-regex", `throughput (\d+) ops/s`, "--"}
-	indep := scaleJSON(t, append(common, scaletest.Prioritized(t, bin, "independent")...)...)
+	indep := scaleJSON(t, append(common, testprio.Prioritized(t, bin, "independent")...)...)
 	page := filepath.Join(t.TempDir(), "scale.html")
-	cont := scaleJSON(t, append([]string{"--html", page}, append(common, scaletest.Prioritized(t, bin, "contended")...)...)...)
+	cont := scaleJSON(t, append([]string{"--html", page}, append(common, testprio.Prioritized(t, bin, "contended")...)...)...)
 	loadedLevels(t, "independent", indep)
 	loadedLevels(t, "contended", cont)
 	require.Len(t, cont.Levels, 2)
@@ -125,7 +125,7 @@ func javaMonitorAgainstIndependent(t *testing.T) {
 	java := jdk.Bin("java")
 	common := []string{"--cpus", "1,2", "--warmup", "1500ms", "--measure", "2500ms", "--interval", "250ms", "--retries", "2", "--throughput-regex", `throughput (\d+) ops/s`, "--"}
 	workload := func(mode string) []string {
-		return scaletest.Prioritized(t, java, "-XX:+UseSerialGC", "-Xmx64m", "-cp", classes, "ScaleWorkload", mode)
+		return testprio.Prioritized(t, java, "-XX:+UseSerialGC", "-Xmx64m", "-cp", classes, "ScaleWorkload", mode)
 	}
 	indep := scaleJSON(t, append(common, workload("independent")...)...)
 	cont := scaleJSON(t, append(common, workload("contended")...)...)
@@ -156,7 +156,7 @@ func TestScaleVaryConcurrencyWithMetric(t *testing.T) {
 	l.Close()
 	args := []string{"--vary", "concurrency", "--concurrency", "1,2,3,4", "--warmup", "1s", "--measure", "2s", "--interval", "250ms", "--retries", "2",
 		"--throughput-metric", "http://127.0.0.1:" + port + "/metrics#scale_ops_total", "--"}
-	doc := scaleJSON(t, append(args, scaletest.Prioritized(t,
+	doc := scaleJSON(t, append(args, testprio.Prioritized(t,
 		jdk.Bin("java"), "-XX:+UseSerialGC", "-Xmx64m", "-cp", classes, "ScaleWorkload", "contended", "{n}", port)...)...)
 	loadedLevels(t, "contended", doc)
 	assert.Equal(t, "concurrency", doc.Vary)

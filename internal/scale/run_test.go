@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctprof/ctprof/internal/scale/scaletest"
 	"github.com/ctprof/ctprof/internal/testnative"
+	"github.com/ctprof/ctprof/internal/testprio"
 )
 
 func regexSource(t *testing.T) func() (Throughput, error) {
@@ -25,7 +25,7 @@ func TestScaleNamesTheLockThatGrows(t *testing.T) {
 	bin := testnative.Build(t, "scale_workload")
 	run := func(mode string) *Result {
 		res, err := Run(context.Background(), Options{
-			Command: scaletest.Prioritized(t, bin, mode), Vary: VaryCPUs, Levels: []int{1, 2}, CPUs: cpus,
+			Command: testprio.Prioritized(t, bin, mode), Vary: VaryCPUs, Levels: []int{1, 2}, CPUs: cpus,
 			Warmup: 700 * time.Millisecond, Measure: 2 * time.Second, Interval: 100 * time.Millisecond,
 			NewThroughput: regexSource(t), Retries: 2,
 		}, func(s string) { t.Log(s) })

@@ -28,6 +28,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ctprof/ctprof/internal/testprio"
 )
 
 // JDK identifies one installed JDK.
@@ -432,6 +434,10 @@ type Options struct {
 	// ClassPath entries follow the scenario classes on the JVM's class
 	// path (third-party jars, see StartLib).
 	ClassPath []string
+	// Prioritized runs the JVM at a raised priority in a session of its
+	// own (testprio.Prioritized), for a test whose figures the rest of
+	// the machine's load would move. The pid is still the JVM's.
+	Prioritized bool
 
 	// classDir, set by StartLib, is a class directory compiled from
 	// testdata/javalibs; the scenario is then not looked up in testdata/java.
@@ -474,7 +480,11 @@ func StartWith(t testing.TB, j JDK, scenario string, o Options, args ...string) 
 	jvmArgs = append(jvmArgs, "-cp", classpath, scenario)
 	jvmArgs = append(jvmArgs, args...)
 
-	cmd := exec.Command(j.Bin("java"), jvmArgs...)
+	command := append([]string{j.Bin("java")}, jvmArgs...)
+	if o.Prioritized {
+		command = testprio.Prioritized(t, command...)
+	}
+	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Dir = dir
 	cmd.Env = toolEnv(j)
 	// Handing the child the *os.File directly (no pipe, no copying goroutine)

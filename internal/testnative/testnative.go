@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ctprof/ctprof/internal/testprio"
 )
 
 // sourceDir locates testdata/c by walking up to the module root.
@@ -108,6 +110,10 @@ type Options struct {
 	Credential *syscall.Credential
 	// Dir is the working directory; a fresh temp dir when empty.
 	Dir string
+	// Prioritized runs the program at a raised priority in a session of
+	// its own (testprio.Prioritized), for a test whose figures the rest
+	// of the machine's load would move. The pid is still the program's.
+	Prioritized bool
 }
 
 // Start builds and starts testdata/c/<name>.c with args, waits for its
@@ -121,7 +127,11 @@ func Start(t testing.TB, name string, args ...string) *Process {
 func StartWith(t testing.TB, o Options, name string, args ...string) *Process {
 	t.Helper()
 	bin := Build(t, name)
-	cmd := exec.Command(bin, args...)
+	command := append([]string{bin}, args...)
+	if o.Prioritized {
+		command = testprio.Prioritized(t, command...)
+	}
+	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Dir = o.Dir
 	if cmd.Dir == "" {
 		cmd.Dir = t.TempDir()

@@ -1,4 +1,4 @@
-package scaletest
+package testprio
 
 import (
 	"os/exec"

@@ -1,6 +1,10 @@
-// Package scaletest holds what the scaling tests share: a way to shield the
-// workload they measure from the rest of the machine's load.
-package scaletest
+// Package testprio shields the workloads tests measure from the rest of the
+// machine's load: they run at a raised priority, in a session of their own.
+// The scaling tests need it most (they compare throughput at 1 and 2
+// CPUs); testnative and testjvm start a program this way on request
+// (Options.Prioritized), for tests whose figures a busy neighbour would
+// move.
+package testprio
 
 import (
 	"os/exec"
@@ -11,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Nice is the priority the scaling tests run their workloads at. A scaling
-// test compares throughput at 1 and 2 CPUs; a neighbour busy on one of the
+// Nice is the priority prioritized workloads run at. A scaling test
+// compares throughput at 1 and 2 CPUs; a neighbour busy on one of the
 // two takes half of that CPU under the default fair share and hides the
 // gain the test measures. At -15 the kernel weighs the workload's session
 // about 28 times a neighbour's (CFS weights 29154 against 1024), so a busy
