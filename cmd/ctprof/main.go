@@ -7,6 +7,9 @@ import (
 	"os"
 	"runtime"
 
+	// Its initializer asks a one-shot's JVM for its thread dump while the
+	// rest of the binary initializes.
+	_ "github.com/ctprof/ctprof/cmd/ctprof/internal/earlydump"
 	"github.com/ctprof/ctprof/internal/cli"
 )
 

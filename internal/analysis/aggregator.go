@@ -127,6 +127,7 @@ type costAgg struct {
 	samples       int
 	sum, peak     time.Duration
 	dumps         int
+	earlyDumps    int
 	dumpWall      time.Duration
 	pause         time.Duration
 	pauseKnown    bool
@@ -234,6 +235,9 @@ func (a *Aggregator) addCost(s *sample.Snapshot) {
 			c.dumpMethods = map[string]int{}
 		}
 		c.dumpMethods[dc.Method]++
+		if dc.Early {
+			c.earlyDumps++
+		}
 	}
 	a.addJFRPause(s)
 }

@@ -304,7 +304,7 @@ func (a *Aggregator) costSummary(s *Summary) {
 	if c.samples == 0 && c.dumps == 0 {
 		return
 	}
-	sc := &SampleCost{PeakSeconds: round6(c.peak.Seconds()), LastSeconds: round6(c.lastSampleDur.Seconds()), Dumps: c.dumps, DumpSeconds: round6(c.dumpWall.Seconds())}
+	sc := &SampleCost{PeakSeconds: round6(c.peak.Seconds()), LastSeconds: round6(c.lastSampleDur.Seconds()), Dumps: c.dumps, EarlyDumps: c.earlyDumps, DumpSeconds: round6(c.dumpWall.Seconds())}
 	if c.samples > 0 {
 		sc.AvgSeconds = round6(c.sum.Seconds() / float64(c.samples))
 	}

@@ -317,6 +317,10 @@ type SampleCost struct {
 	Dumps       int            `json:"dumps,omitempty"`
 	DumpSeconds float64        `json:"dump_seconds,omitempty"`
 	DumpMethods map[string]int `json:"dump_methods,omitempty"`
+	// EarlyDumps counts the dumps asked for while ctprof was starting,
+	// before it had parsed its command line: a one-shot's (`attach PID
+	// --count 1`), sent some milliseconds sooner.
+	EarlyDumps int `json:"early_dumps,omitempty"`
 	// TargetPauseSeconds is the safepoint time the dumps cost the target
 	// (from its hsperfdata), and TargetPauseShare that time over the run.
 	TargetPauseSeconds *float64 `json:"target_pause_seconds,omitempty"`

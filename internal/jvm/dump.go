@@ -74,6 +74,10 @@ type DumpResult struct {
 	Protocol int
 	// Fallback says why jcmd was used instead of attach.
 	Fallback string
+	// Before are the JVM's counters read just before the request (nil
+	// without hsperfdata): the counters a sample that includes the dump
+	// starts from.
+	Before *Counters
 }
 
 // ThreadDump takes a thread dump of the JVM.
@@ -103,6 +107,8 @@ func ThreadDump(ctx context.Context, i *Info, o DumpOptions) (*DumpResult, error
 	}
 	res.Wall = time.Since(start)
 	if beforeErr == nil {
+		c := before.Counters()
+		res.Before = &c
 		if after, err := i.ReadPerfData(); err == nil {
 			// The application stands still from the safepoint's start:
 			// the threads that stop first wait while the others reach it

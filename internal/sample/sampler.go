@@ -110,6 +110,9 @@ type Sampler struct {
 	jfr jfrLive
 	// libjvm is a JVM's first mapping of libjvm.so (Path "": none).
 	libjvm procfs.Mapping
+	// early is the dump the ctprof binary asked for while it started
+	// (jvm.EarlyDump), for the first tick.
+	early *jvm.EarlyDump
 }
 
 // NewSampler checks the target and opens what the sweep keeps open. It
@@ -118,6 +121,12 @@ type Sampler struct {
 func NewSampler(opts Options) (*Sampler, error) {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
+	}
+	// A one-shot's dump may be on its way already: the look below waits
+	// until it is, rather than compete with it for a CPU.
+	early := jvm.TakeEarlyDump(opts.PID)
+	if early != nil {
+		<-early.Sent()
 	}
 	fs := procfs.NewFS(opts.ProcRoot)
 	// A JVM maps libjvm.so (the kernel lists the mapped files without the
@@ -175,6 +184,13 @@ func NewSampler(opts Options) (*Sampler, error) {
 			s.notes = append(s.notes, fmt.Sprintf("no JVM thread dumps or counters: %v; sampling through /proc only", err))
 		}
 	}
+	if early != nil {
+		if s.jvm != nil && earlyDumpFits(opts) {
+			s.early = early
+		} else if early.Wait(); early.Result(context.Background()) != nil {
+			s.notes = append(s.notes, "a thread dump asked for while ctprof started was not used (the options ask for another kind); the JVM paused for it")
+		}
+	}
 	if s.jvm != nil && s.jvm.NoPerfData != "" {
 		s.notes = append(s.notes, "no JVM counters (threads, safepoints, GC, monitor inflations): "+s.jvm.NoPerfData+
 			"; thread dumps still work through the attach socket, but the pause each causes is not measured, so dumps are spaced as if the whole request paused the JVM")
@@ -190,6 +206,14 @@ func NewSampler(opts Options) (*Sampler, error) {
 		}
 	}
 	return s, nil
+}
+
+// earlyDumpFits says whether the dump the ctprof binary asks for while it
+// starts (jvm.EarlyDump: Thread.print without -l, through /proc) is the
+// one these options take first.
+func earlyDumpFits(o Options) bool {
+	return o.Count == 1 && !o.JVM.NoDumps && !o.JVM.DumpToFile && !o.JVM.Locks && !o.JVM.JFR.Enabled &&
+		(o.ProcRoot == "" || o.ProcRoot == "/proc")
 }
 
 // IsJVM reports whether pid (under the /proc mounted at root) runs a JVM.
@@ -320,13 +344,30 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 // (sent is DumpOptions.Sent for it). A dump that fails is reported in the snapshot and retried later; one the
 // JVM cannot give (attach disabled) stops the dumps with one note.
 func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot, sent func()) error {
-	if pd, err := s.jvm.ReadPerfData(); err == nil {
-		c := pd.Counters()
-		s.tickSyncTime = c.SafepointSyncTime
-		snap.JVM = &JVMCounters{
-			LiveThreads: c.LiveThreads, DaemonThreads: c.DaemonThreads, PeakThreads: c.PeakThreads, StartedThreads: c.StartedThreads,
-			Safepoints: c.Safepoints, SafepointTime: c.SafepointTime, GCTime: c.GCTime, Sync: c.Sync,
+	if sent != nil {
+		sent = sync.OnceFunc(sent)
+	}
+	if e := s.early; e != nil {
+		// The dump is under way since ctprof started: the tick's
+		// counters are the ones read just before its request.
+		s.early = nil
+		if sent != nil {
+			<-e.Sent()
+			sent()
 		}
+		if res := e.Result(ctx); res != nil {
+			if res.Before != nil {
+				s.setCounters(snap, *res.Before)
+			}
+			return s.useDump(ctx, snap, res, nil, true)
+		}
+		if ctx.Err() != nil {
+			return nil // stopped (Ctrl-C) while the JVM did not answer
+		}
+		// It did not come back: the tick asks for its own.
+	}
+	if pd, err := s.jvm.ReadPerfData(); err == nil {
+		s.setCounters(snap, pd.Counters())
 	} else if !s.fs.Exists(s.opts.PID) {
 		return fmt.Errorf("pid %d: %w", s.opts.PID, procfs.ErrProcessGone)
 	}
@@ -339,6 +380,23 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot, sent func()) erro
 		mode = jvm.ModeDumpToFile
 	}
 	res, err := jvm.ThreadDump(ctx, s.jvm, jvm.DumpOptions{Mode: mode, Locks: o.Locks, AllowJcmd: true, Sent: sent})
+	return s.useDump(ctx, snap, res, err, false)
+}
+
+// setCounters keeps a tick's JVM counters, read when it began.
+func (s *Sampler) setCounters(snap *Snapshot, c jvm.Counters) {
+	s.tickSyncTime = c.SafepointSyncTime
+	snap.JVM = &JVMCounters{
+		LiveThreads: c.LiveThreads, DaemonThreads: c.DaemonThreads, PeakThreads: c.PeakThreads, StartedThreads: c.StartedThreads,
+		Safepoints: c.Safepoints, SafepointTime: c.SafepointTime, GCTime: c.GCTime, Sync: c.Sync,
+	}
+}
+
+// useDump puts a dump request's outcome in the tick's snapshot and spaces
+// the next dump by its pause. early says the dump is the one the binary
+// asked for while it started.
+func (s *Sampler) useDump(ctx context.Context, snap *Snapshot, res *jvm.DumpResult, err error, early bool) error {
+	o := s.opts.JVM
 	switch {
 	case errors.Is(err, procfs.ErrProcessGone):
 		return err
@@ -365,7 +423,7 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot, sent func()) erro
 		snap.DumpText = res.Text
 		s.noteDumpThreads(snap.Dump)
 	}
-	snap.DumpCost = &DumpCost{Method: res.Method, Wall: res.Wall, Pause: res.Pause}
+	snap.DumpCost = &DumpCost{Method: res.Method, Wall: res.Wall, Pause: res.Pause, Early: early}
 	if res.Fallback != "" {
 		s.notes = append(s.notes, "thread dumps through jcmd: "+res.Fallback)
 	}

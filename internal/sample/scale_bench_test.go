@@ -32,7 +32,11 @@ import (
 // it; it is longer than the bare dump by what ctprof's concurrent /proc
 // sweep takes from the JVM's CPUs, which is why the goal's ratio is taken
 // against the bare dump. "paired-wall/bare-dump" is the median over the
-// rounds of each round's one-shot divided by its bare dump.
+// rounds of each round's one-shot divided by its bare dump. Each round
+// also runs the one-shot with CTPROF_NO_EARLY_DUMP=1 (the dump asked for
+// after the command line is parsed, as before early dumps):
+// "no-early-wall-ms", and "early-gain-ms", the median over the rounds of
+// that run's wall time less the one-shot's.
 //
 // "bare-beside-spin-ms" is the bare dump taken while one thread of another
 // process (testdata/c/spinners.c) computes without pause, and
@@ -62,19 +66,11 @@ func BenchmarkOneShotVersusJcmd(b *testing.B) {
 				bareDump(b, p.PID)
 				spin := testnative.Start(b, "spinners", "1")
 				pauseSpinner(b, spin.PID, true)
-				var ctWall, ctCPU, dump, bare, jWall, jCPU, besideSpin []float64
+				var ctWall, ctCPU, dump, bare, jWall, jCPU, lateWall, besideSpin []float64
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					out, wall, cpu := runTimed(b, bin, "attach", pid, "--count", "1", "--format", "json")
-					var sum struct {
-						SampleCost struct {
-							DumpSeconds float64 `json:"dump_seconds"`
-						} `json:"sample_cost"`
-						Dumps int `json:"dumps"`
-					}
-					if err := json.Unmarshal(out, &sum); err != nil || sum.Dumps != 1 {
-						b.Fatalf("ctprof one-shot: %v, %d dumps: %.300s", err, sum.Dumps, out)
-					}
+					sum := oneShotCost(b, out, true)
 					ctWall, ctCPU, dump = append(ctWall, wall), append(ctCPU, cpu), append(dump, 1000*sum.SampleCost.DumpSeconds)
 					out, wall, cpu = runTimed(b, jdk.Bin("jcmd"), pid, "Thread.print")
 					if !bytes.Contains(out, []byte("conn-1-reader")) {
@@ -82,6 +78,9 @@ func BenchmarkOneShotVersusJcmd(b *testing.B) {
 					}
 					jWall, jCPU = append(jWall, wall), append(jCPU, cpu)
 					bare = append(bare, bareDump(b, p.PID))
+					out, wall, _ = runTimedEnv(b, []string{"CTPROF_NO_EARLY_DUMP=1"}, bin, "attach", pid, "--count", "1", "--format", "json")
+					oneShotCost(b, out, false)
+					lateWall = append(lateWall, wall)
 					pauseSpinner(b, spin.PID, false)
 					time.Sleep(20 * time.Millisecond)
 					besideSpin = append(besideSpin, bareDump(b, p.PID))
@@ -105,8 +104,14 @@ func BenchmarkOneShotVersusJcmd(b *testing.B) {
 					paired[i] = ctWall[i] / bare[i]
 				}
 				b.ReportMetric(median(paired), "paired-wall/bare-dump")
+				gain := make([]float64, len(ctWall))
+				for i := range ctWall {
+					gain[i] = lateWall[i] - ctWall[i]
+				}
 				b.ReportMetric(median(besideSpin), "bare-beside-spin-ms")
 				b.ReportMetric(median(besideSpin)/median(bare), "cpu-sharing")
+				b.ReportMetric(median(lateWall), "no-early-wall-ms")
+				b.ReportMetric(median(gain), "early-gain-ms")
 			})
 		}
 	}
@@ -158,12 +163,39 @@ func buildCtprof(b *testing.B) string {
 	return bin
 }
 
+// oneShotSample is what the benchmarks read of a one-shot's summary.
+type oneShotSample struct {
+	SampleCost struct {
+		DumpSeconds float64 `json:"dump_seconds"`
+		Dumps       int     `json:"dumps"`
+		EarlyDumps  int     `json:"early_dumps"`
+	} `json:"sample_cost"`
+}
+
+// oneShotCost decodes a one-shot's JSON summary and checks it took one
+// dump, asked for early or not as early says.
+func oneShotCost(b *testing.B, out []byte, early bool) oneShotSample {
+	b.Helper()
+	var sum oneShotSample
+	if err := json.Unmarshal(out, &sum); err != nil || sum.SampleCost.Dumps != 1 || (sum.SampleCost.EarlyDumps == 1) != early {
+		b.Fatalf("ctprof one-shot (early dump expected: %v): %v, %+v: %.300s", early, err, sum.SampleCost, out)
+	}
+	return sum
+}
+
 // runTimed runs a command to its end and returns its standard output, its
 // wall time and its CPU time (user + system), in milliseconds.
 func runTimed(b *testing.B, name string, args ...string) ([]byte, float64, float64) {
 	b.Helper()
+	return runTimedEnv(b, nil, name, args...)
+}
+
+// runTimedEnv is runTimed with env added to the environment.
+func runTimedEnv(b *testing.B, env []string, name string, args ...string) ([]byte, float64, float64) {
+	b.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(name, args...)
+	cmd.Env = append(cmd.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {

@@ -100,6 +100,9 @@ type DumpCost struct {
 	// Pause is the safepoint time the JVM accumulated during the request
 	// (from hsperfdata); zero when unknown.
 	Pause time.Duration
+	// Early says the request was sent while ctprof started, before its
+	// command line was parsed (jvm.EarlyDump).
+	Early bool
 }
 
 // JVMCounters are a JVM's hsperfdata counters at one instant. Cumulative

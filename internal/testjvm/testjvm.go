@@ -15,6 +15,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -412,6 +413,8 @@ type Process struct {
 	waitErr error         // valid after done is closed
 
 	stopOnce sync.Once
+
+	safepointLog string // Options.SafepointLog's file; "" without one
 }
 
 // Start compiles (or reuses) the scenarios for j, starts scenario with args,
@@ -438,6 +441,9 @@ type Options struct {
 	// own (testprio.Prioritized), for a test whose figures the rest of
 	// the machine's load would move. The pid is still the JVM's.
 	Prioritized bool
+	// SafepointLog has the JVM log its safepoints (-Xlog:safepoint) to a
+	// file beside its output, for Process.ThreadDumpsLogged.
+	SafepointLog bool
 
 	// classDir, set by StartLib, is a class directory compiled from
 	// testdata/javalibs; the scenario is then not looked up in testdata/java.
@@ -476,6 +482,11 @@ func StartWith(t testing.TB, j JDK, scenario string, o Options, args ...string) 
 	}
 	jvmArgs = append(jvmArgs, scenarioFlags[scenario]...)
 	jvmArgs = append(jvmArgs, o.JVMFlags...)
+	safepointLog := ""
+	if o.SafepointLog {
+		safepointLog = filepath.Join(dir, "safepoints.log")
+		jvmArgs = append(jvmArgs, "-Xlog:safepoint:file="+safepointLog)
+	}
 	classpath := strings.Join(append([]string{classes}, o.ClassPath...), string(os.PathListSeparator))
 	jvmArgs = append(jvmArgs, "-cp", classpath, scenario)
 	jvmArgs = append(jvmArgs, args...)
@@ -517,6 +528,8 @@ func StartWith(t testing.TB, j JDK, scenario string, o Options, args ...string) 
 		cmd:      cmd,
 		logPath:  logPath,
 		done:     make(chan struct{}),
+
+		safepointLog: safepointLog,
 	}
 	go func() {
 		p.waitErr = cmd.Wait()
@@ -605,6 +618,31 @@ func (p *Process) Log() []byte {
 
 // LogPath is the file receiving the JVM's stdout and stderr.
 func (p *Process) LogPath() string { return p.logPath }
+
+// ThreadDumpsLogged counts the thread dumps the JVM has made (each
+// Thread.print is a "PrintThreads" safepoint) in its safepoint log
+// (Options.SafepointLog). The JVM writes the line as the safepoint ends,
+// which may be a moment after the reply: it waits, up to 10 s, until at
+// least want are there, and returns the count then, so that more than
+// want shows too.
+func (p *Process) ThreadDumpsLogged(t testing.TB, want int) int {
+	t.Helper()
+	if p.safepointLog == "" {
+		t.Fatalf("testjvm: %s was started without Options.SafepointLog", p.Scenario)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(p.safepointLog)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("testjvm: %v", err)
+		}
+		n := bytes.Count(b, []byte(`Safepoint "PrintThreads"`))
+		if n >= want || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 // WaitForLog polls Log() until cond holds, failing the test after timeout.
 func (p *Process) WaitForLog(t testing.TB, timeout time.Duration, cond func(log []byte) bool) []byte {
