@@ -87,7 +87,3 @@ func (d *EarlyDump) Result(ctx context.Context) *DumpResult {
 	}
 	return d.res
 }
-
-// Wait waits for the early dump to end, for a caller that will not use it
-// (a process must not exit with a request half read).
-func (d *EarlyDump) Wait() { <-d.done }

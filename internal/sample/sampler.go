@@ -187,7 +187,7 @@ func NewSampler(opts Options) (*Sampler, error) {
 	if early != nil {
 		if s.jvm != nil && earlyDumpFits(opts) {
 			s.early = early
-		} else if early.Wait(); early.Result(context.Background()) != nil {
+		} else if early.Result(context.Background()) != nil {
 			s.notes = append(s.notes, "a thread dump asked for while ctprof started was not used (the options ask for another kind); the JVM paused for it")
 		}
 	}
