@@ -75,3 +75,34 @@ func TestBinaryAsksAOneShotsDumpWhileStarting(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // a late second dump would be logged by now
 	assert.Equal(t, dumps, p.ThreadDumpsLogged(t, dumps))
 }
+
+// Go initializes packages in import-path order as their imports allow, so
+// the early dump's initializer runs once everything package jvm imports
+// is initialized: it must not wait behind the costly initializers of the
+// rest of the binary. An import of package jvm (or procfs, which it
+// imports) that pulls in net (gopsutil does, through net/url) holds it
+// back behind nearly all of them; regexp or crypto/rand, behind a few
+// more (`go list -deps ./internal/jvm` shows what it needs).
+func TestEarlyDumpInitializesBeforeTheRest(t *testing.T) {
+	bin, err := buildCtprof()
+	require.NoError(t, err)
+	cmd := exec.Command(bin, "--version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Run())
+	order := map[string]int{}
+	for n, line := range bytes.Split(stderr.Bytes(), []byte("\n")) {
+		if f := bytes.Fields(line); len(f) > 1 && string(f[0]) == "init" {
+			order[string(f[1])] = n
+		}
+	}
+	early, ok := order["github.com/ctprof/ctprof/cmd/ctprof/internal/earlydump"]
+	require.True(t, ok, "no init trace of the early dump:\n%s", stderr.String())
+	for _, later := range []string{"net", "net/http", "crypto/tls", "github.com/spf13/cobra", "github.com/google/pprof/profile",
+		"github.com/prometheus/client_golang/prometheus", "github.com/charmbracelet/bubbletea"} {
+		n, ok := order[later]
+		require.True(t, ok, "%s has no initializer work any more: choose another package to compare with", later)
+		assert.Less(t, early, n, "the early dump is initialized after %s", later)
+	}
+}

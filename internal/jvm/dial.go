@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"runtime"
 	"time"
@@ -84,8 +83,8 @@ func setThreadGroups(groups []int) unix.Errno {
 }
 
 // dialAs connects to the UNIX socket at path as uid:gid (see asUser).
-func dialAs(ctx context.Context, path string, uid, gid int) (net.Conn, error) {
-	var conn net.Conn
+func dialAs(ctx context.Context, path string, uid, gid int) (*os.File, error) {
+	var conn *os.File
 	err := asUser(uid, gid, func() error {
 		var err error
 		conn, err = connectUnix(ctx, path)
@@ -95,8 +94,12 @@ func dialAs(ctx context.Context, path string, uid, gid int) (net.Conn, error) {
 }
 
 // connectUnix connects a non-blocking UNIX socket on the calling thread,
-// retrying while the listener's backlog is full, until ctx ends.
-func connectUnix(ctx context.Context, path string) (net.Conn, error) {
+// retrying while the listener's backlog is full, until ctx ends. The
+// socket is an *os.File, not a net.Conn: the runtime's poller serves it
+// the same way (deadlines included), and package net, kept out of
+// package jvm's imports, would hold the early dump's initializer back
+// (net waits for vendored packages that Go initializes last).
+func connectUnix(ctx context.Context, path string) (*os.File, error) {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("socket: %w", err)
@@ -117,11 +120,6 @@ func connectUnix(ctx context.Context, path string) (net.Conn, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("connect %s: %w", path, err)
 	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	conn, err := net.FileConn(f)
-	if err != nil {
-		return nil, fmt.Errorf("connect %s: %w", path, err)
-	}
-	return conn, nil
+	// A non-blocking descriptor: NewFile registers it with the poller.
+	return os.NewFile(uintptr(fd), path), nil
 }

@@ -2,7 +2,6 @@ package jvm
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -157,9 +156,7 @@ func (i *Info) dumpToFile(ctx context.Context, v int, sent func()) (*DumpResult,
 	if i.Version > 0 && i.Version < 21 {
 		return nil, fmt.Errorf("Thread.dump_to_file needs JDK 21 or later; pid %d runs JDK %d", i.PID, i.Version)
 	}
-	var nonce [8]byte
-	_, _ = rand.Read(nonce[:])
-	name := "ctprof-threads-" + strconv.Itoa(i.NSPID) + "-" + hex.EncodeToString(nonce[:]) + ".json"
+	name := "ctprof-threads-" + strconv.Itoa(i.NSPID) + "-" + nonce() + ".json"
 	tmp, err := openTargetRootDir(i.fs, i.PID, "tmp")
 	if err != nil {
 		return nil, err
@@ -184,6 +181,22 @@ func (i *Info) dumpToFile(ctx context.Context, v int, sent func()) (*DumpResult,
 		return nil, fmt.Errorf("read the JVM's dump file: %w", err)
 	}
 	return &DumpResult{Text: b, Method: MethodDumpToFile, Protocol: v}, nil
+}
+
+// nonce is 16 random hex digits for the name of a file or directory
+// ctprof creates in the target's /tmp. It asks the kernel (getrandom)
+// rather than crypto/rand: that package would hold back the early dump's
+// initializer (see connectUnix).
+func nonce() string {
+	var b [8]byte
+	for n := 0; n < len(b); {
+		k, err := unix.Getrandom(b[n:], 0)
+		if err != nil && err != unix.EINTR {
+			panic("getrandom: " + err.Error()) // Linux 3.17+, which ctprof needs anyway
+		}
+		n += max(k, 0)
+	}
+	return hex.EncodeToString(b[:])
 }
 
 // Jcmd runs a diagnostic command (as `jcmd <pid> <command>` would) over the

@@ -1,8 +1,10 @@
 package jvm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -201,8 +203,9 @@ func featureVersion(spec string) int {
 
 // findPerfData locates <root>/tmp/hsperfdata_<user>/<nspid> and returns
 // its name below the JVM's /tmp. The user directory is named after the
-// JVM's user as its own /etc/passwd knows it; scanning the hsperfdata_*
-// directories avoids reading that. The file must be a regular file of the
+// JVM's user as its own /etc/passwd knows it; rather than read that file
+// of the target's, findPerfData tries the name ctprof's own passwd gives
+// the JVM's uid, then scans the hsperfdata_* directories. The file must be a regular file of the
 // JVM's user reached without a link (HotSpot refuses linked directories
 // too): a link or a FIFO planted there is neither followed nor opened.
 func findPerfData(fs procfs.FS, pid, nspid, uid int) (string, error) {
@@ -211,6 +214,19 @@ func findPerfData(fs procfs.FS, pid, nspid, uid int) (string, error) {
 		return "", err
 	}
 	defer tmp.Close()
+	// HotSpot names the directory after its user as getpwuid knows it.
+	// For a JVM that shares ctprof's /etc/passwd that is the name below:
+	// tried first, it saves listing the whole /tmp (thousands of entries
+	// on a busy host, milliseconds before a one-shot's request).
+	if hint := perfDirOfUser(uid); hint != "" {
+		name := hint + "/" + strconv.Itoa(nspid)
+		if fd, st, err := tmp.lookup(name); err == nil {
+			unix.Close(fd)
+			if checkOwned(&st, tmp.shown+"/"+name, unix.S_IFREG, "regular file", uid) == nil {
+				return name, nil
+			}
+		}
+	}
 	names, err := tmp.readDirNames("hsperfdata_")
 	if err != nil {
 		return "", err
@@ -242,6 +258,38 @@ func findPerfData(fs procfs.FS, pid, nspid, uid int) (string, error) {
 		return "", fmt.Errorf("pid %d: %w: %w", pid, ErrNotJVM, refused)
 	}
 	return "", fmt.Errorf("pid %d: %w", pid, ErrNotJVM)
+}
+
+// perfDirOfUser is "hsperfdata_<name>" for the user uid has in ctprof's
+// own /etc/passwd, or "" when it has none there. Only a hint: the file in
+// it is checked as any other.
+func perfDirOfUser(uid int) string {
+	f, err := os.Open("/etc/passwd")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return ""
+	}
+	if name := userName(b, uid); name != "" {
+		return "hsperfdata_" + name
+	}
+	return ""
+}
+
+// userName finds uid's name in a passwd file (name:password:uid:gid:...):
+// the first entry with that uid, as getpwuid answers; "" when none has.
+func userName(passwd []byte, uid int) string {
+	id := strconv.Itoa(uid)
+	for line := range bytes.Lines(passwd) {
+		f := bytes.SplitN(bytes.TrimRight(line, "\r\n"), []byte(":"), 4)
+		if len(f) == 4 && len(f[0]) > 0 && string(f[2]) == id {
+			return string(f[0])
+		}
+	}
+	return ""
 }
 
 // readPerfDataFile reads and parses the JVM's hsperfdata file, name below

@@ -1,14 +1,12 @@
 package jvm
 
 import (
+	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -214,8 +212,8 @@ func (r *Recording) start(ctx context.Context) error {
 		return fmt.Errorf("start a JFR recording: %w", err)
 	}
 	r.name, r.id = name, name
-	if m := startedRE.FindSubmatch(out); m != nil {
-		r.id = string(m[1])
+	if id, ok := startedID(out); ok {
+		r.id = id
 	} else if !strings.Contains(string(out), "Started recording") {
 		return fmt.Errorf("start a JFR recording: the JVM answered %q", truncateBytes(out, 200))
 	}
@@ -223,7 +221,26 @@ func (r *Recording) start(ctx context.Context) error {
 	return nil
 }
 
-var startedRE = regexp.MustCompile(`Started recording (\d+)`)
+// startedID reads the recording's number from JFR.start's answer
+// ("Started recording 3."). Not a regular expression: package regexp
+// would hold back the early dump's initializer (see connectUnix).
+func startedID(out []byte) (string, bool) {
+	const started = "Started recording "
+	for rest := out; ; {
+		k := bytes.Index(rest, []byte(started))
+		if k < 0 {
+			return "", false
+		}
+		rest = rest[k+len(started):]
+		n := 0
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		if n > 0 {
+			return string(rest[:n]), true
+		}
+	}
+}
 
 // inlineSettings enables exactly the events ctprof reads (JDK 17+ syntax:
 // a '+' adds a setting to the empty configuration "none").
@@ -421,9 +438,7 @@ func (r *Recording) makeDir() error {
 		return err
 	}
 	removeStaleDirs(tmp, i.UID, i.GID)
-	var nonce [8]byte
-	_, _ = rand.Read(nonce[:])
-	name := jfrDirPrefix + strconv.Itoa(i.NSPID) + "-" + hex.EncodeToString(nonce[:])
+	name := jfrDirPrefix + strconv.Itoa(i.NSPID) + "-" + nonce()
 	err = asUser(i.UID, i.GID, func() error { return unix.Mkdirat(tmp.fd, name, 0o700) })
 	if err != nil {
 		tmp.Close()

@@ -2,11 +2,8 @@ package procfs
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-
-	"github.com/shirou/gopsutil/v4/common"
-	"github.com/shirou/gopsutil/v4/load"
+	"strconv"
 )
 
 // Host is system-wide context at one instant.
@@ -24,22 +21,41 @@ type Host struct {
 	CPUs int
 }
 
-// Host reads the host's context: /proc/stat, and the load averages with
-// gopsutil, pointed at this FS's root. It runs every tick, so it reads
-// /proc/stat itself: gopsutil's equivalent (load.Misc) also lists /proc to
-// count every process, and its CPU count reads /proc/cpuinfo, which on x86
-// interrupts every CPU to measure its clock.
-func (f FS) Host(ctx context.Context) (*Host, error) {
+// Host reads the host's context from this FS's /proc/stat and
+// /proc/loadavg. It runs every tick, so it reads both itself: gopsutil's
+// equivalent of the first (load.Misc) also lists /proc to count every
+// process, and its CPU count reads /proc/cpuinfo, which on x86 interrupts
+// every CPU to measure its clock. Its load.Avg would do for the second,
+// but package jvm, which the early dump's initializer needs, imports this
+// one: gopsutil's imports (net/url) would make Go initialize it after
+// most of the binary (see jvm.connectUnix).
+func (f FS) Host() (*Host, error) {
 	b, err := f.readFile(f.Path("stat"))
 	if err != nil {
 		return nil, fmt.Errorf("read host counters: %w", err)
 	}
 	h := parseHostStat(b)
-	ctx = context.WithValue(ctx, common.EnvKey, common.EnvMap{common.HostProcEnvKey: f.root})
-	if avg, err := load.AvgWithContext(ctx); err == nil {
-		h.Load1, h.Load5, h.Load15 = avg.Load1, avg.Load5, avg.Load15
+	if b, err := f.readFile(f.Path("loadavg")); err == nil {
+		avg := parseLoadAvg(b)
+		h.Load1, h.Load5, h.Load15 = avg[0], avg[1], avg[2]
 	}
 	return h, nil
+}
+
+// parseLoadAvg reads the three load averages at the start of
+// /proc/loadavg ("0.52 0.58 0.59 1/467 12345"). A field that does not
+// parse as what the kernel prints (a finite number, not negative) reads 0.
+func parseLoadAvg(b []byte) [3]float64 {
+	var avg [3]float64
+	for k, field := range bytes.Fields(b) {
+		if k == len(avg) {
+			break
+		}
+		if v, err := strconv.ParseFloat(string(field), 64); err == nil && v >= 0 && v < 1e9 {
+			avg[k] = v
+		}
+	}
+	return avg
 }
 
 // parseHostStat reads ctxt, procs_running, procs_blocked and the per-CPU

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shirou/gopsutil/v4/load"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -255,12 +256,28 @@ func TestProcessAndJVMDetection(t *testing.T) {
 }
 
 func TestHost(t *testing.T) {
-	h1, err := NewFS("/proc").Host(t.Context())
+	h1, err := NewFS("/proc").Host()
 	require.NoError(t, err)
 	assert.Positive(t, h1.CPUs)
 	assert.Positive(t, h1.ContextSwitches)
+	// The load averages as gopsutil reads them (two reads may straddle
+	// the kernel's update, every 5 s).
+	require.NoError(t, pollUntil(20*time.Second, func() error {
+		h, err := NewFS("/proc").Host()
+		if err != nil {
+			return err
+		}
+		avg, err := load.Avg()
+		if err != nil {
+			return err
+		}
+		if got, want := [3]float64{h.Load1, h.Load5, h.Load15}, [3]float64{avg.Load1, avg.Load5, avg.Load15}; got != want {
+			return fmt.Errorf("load averages %v, gopsutil %v", got, want)
+		}
+		return nil
+	}))
 	require.NoError(t, pollUntil(10*time.Second, func() error {
-		h2, err := NewFS("/proc").Host(t.Context())
+		h2, err := NewFS("/proc").Host()
 		if err != nil {
 			return err
 		}

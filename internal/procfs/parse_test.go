@@ -41,6 +41,15 @@ func TestParseHostStat(t *testing.T) {
 	assert.Equal(t, &Host{}, parseHostStat([]byte("cpu 1 2 3\nctxt\n")))
 }
 
+func TestParseLoadAvg(t *testing.T) {
+	assert.Equal(t, [3]float64{0.52, 1.5, 12}, parseLoadAvg([]byte("0.52 1.50 12.00 2/467 12345\n")))
+	// What the kernel never prints reads 0: a load average is finite and
+	// not negative.
+	assert.Equal(t, [3]float64{0, 0.25, 0}, parseLoadAvg([]byte("-1 0.25 NaN")))
+	assert.Equal(t, [3]float64{0, 0, 0}, parseLoadAvg([]byte("Inf x")))
+	assert.Equal(t, [3]float64{}, parseLoadAvg(nil))
+}
+
 func TestParseStatusThreads(t *testing.T) {
 	assert.Equal(t, 2014, parseStatusThreads([]byte("Name:\tjava\nUmask:\t0022\nThreads:\t2014\nSigQ:\t0/63\n")))
 	assert.Equal(t, 1, parseStatusThreads([]byte("Threads:\t1")))
@@ -160,6 +169,7 @@ func TestLocationString(t *testing.T) {
 // shape differently: none may panic, and what they return stays sane.
 func FuzzProcFiles(f *testing.F) {
 	f.Add([]byte(statLine))
+	f.Add([]byte("0.52 0.58 0.59 1/467 12345\n"))
 	f.Add([]byte("Cpus_allowed_list:\t0-1\nvoluntary_ctxt_switches:\t277\n"))
 	f.Add([]byte("202 0x55adb7aca160 0x80 0x2 0x0\n"))
 	f.Add([]byte("55adb7ac6000-55adb7ac7000 r--p 00000000 fe:01 1234   /tmp/app\n"))
@@ -173,6 +183,11 @@ func FuzzProcFiles(f *testing.F) {
 		parseSchedstat(b, &th)
 		_ = parseStatusThreads(b)
 		_ = parseHostStat(b)
+		for _, l := range parseLoadAvg(b) {
+			if !(l >= 0 && l < 1e9) {
+				t.Fatalf("load average %v from %q", l, b)
+			}
+		}
 		parseSyscall(b, &th)
 		if maps, err := parseMaps(b); err == nil {
 			for _, m := range maps {

@@ -283,7 +283,7 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 			connErr = err
 		}
 	}
-	if h, err := s.fs.Host(ctx); err == nil {
+	if h, err := s.fs.Host(); err == nil {
 		snap.Host = h
 	}
 	if dumped != nil {
