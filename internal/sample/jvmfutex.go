@@ -46,10 +46,9 @@ const (
 // jvmFutexFilter decides, for one sweep of a JVM target, which futex waits
 // are not the program's contention.
 type jvmFutexFilter struct {
-	// javaThreads are the tids the latest dump lists with Java frames, and
-	// internalThreads those it lists without (VM-internal threads, JIT
-	// compilers, signal and attach threads); nil before the first dump.
-	javaThreads, internalThreads map[int]bool
+	// dumped are the tids the latest dump lists (dumpedThreads); nil
+	// before the first dump.
+	dumped dumpedThreads
 	// threads are this sweep's threads, whose OS names tell the threads no
 	// dump has listed; names indexes them, built on first use.
 	threads []OSThread
@@ -92,11 +91,8 @@ func (f *jvmFutexFilter) drop(fw *FutexWait) string {
 // such a name (names are the target's to choose); once a dump shows it
 // running Java code, the dump wins.
 func (f *jvmFutexFilter) internal(tid int) bool {
-	if f.javaThreads[tid] {
-		return false
-	}
-	if f.internalThreads[tid] {
-		return true
+	if kind, ok := f.dumped[tid]; ok {
+		return kind == dumpedInternal
 	}
 	if f.names == nil {
 		f.names = make(map[int]string, len(f.threads))
@@ -125,19 +121,46 @@ func jvmInternalThreadName(name string) bool {
 	return false
 }
 
-// noteDumpThreads remembers which tids the dump lists with and without
-// Java frames, for jvmFutexFilter.internal.
+// dumpedThreads says, by tid, how the latest dump lists each thread.
+type dumpedThreads map[int]dumpedThread
+
+type dumpedThread uint8
+
+const (
+	// dumpedInternal: listed without Java frames (VM-internal threads,
+	// JIT compilers, signal and attach threads).
+	dumpedInternal dumpedThread = iota
+	// dumpedJavaWaiting: with Java frames, BLOCKED, WAITING or
+	// TIMED_WAITING: it waits on the JVM's own per-thread futex.
+	dumpedJavaWaiting
+	// dumpedJavaOther: with Java frames, in any other state.
+	dumpedJavaOther
+)
+
+// noteDumpThreads remembers how the dump lists each tid, for
+// jvmFutexFilter.internal and waitsNeeded: one table for both, built
+// once per dump (a one-shot builds it while the summary waits). A tid
+// listed twice (a forged entry) counts as Java if any entry has Java
+// frames: the dump wins over a name.
 func (s *Sampler) noteDumpThreads(d *threaddump.Dump) {
-	s.javaTIDs, s.internalTIDs = map[int]bool{}, map[int]bool{}
+	s.dumped = make(dumpedThreads, len(d.Threads))
 	for i := range d.Threads {
 		t := &d.Threads[i]
 		if t.OSThreadID <= 0 {
 			continue
 		}
+		tid := int(t.OSThreadID)
 		if t.ID == 0 || len(t.Frames) == 0 {
-			s.internalTIDs[int(t.OSThreadID)] = true
-		} else {
-			s.javaTIDs[int(t.OSThreadID)] = true
+			if _, listed := s.dumped[tid]; !listed {
+				s.dumped[tid] = dumpedInternal
+			}
+			continue
+		}
+		switch t.State {
+		case threaddump.StateBlocked, threaddump.StateWaiting, threaddump.StateTimedWaiting:
+			s.dumped[tid] = dumpedJavaWaiting
+		default:
+			s.dumped[tid] = dumpedJavaOther
 		}
 	}
 }
@@ -148,7 +171,7 @@ func (s *Sampler) noteDumpThreads(d *threaddump.Dump) {
 // the other rules, to tell whether a safepoint began or ended during the
 // tick (reading the JVM's counters again costs a file read).
 func (s *Sampler) jvmProgramFutexes(futexes []FutexWait, threads []OSThread, safepointWindow func() bool) []FutexWait {
-	f := jvmFutexFilter{javaThreads: s.javaTIDs, internalThreads: s.internalTIDs, threads: threads}
+	f := jvmFutexFilter{dumped: s.dumped, threads: threads}
 	out := futexes[:0]
 	asked := false
 	for i := range futexes {

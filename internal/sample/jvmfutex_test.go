@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctprof/ctprof/internal/jvm"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/testjvm"
+	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
 // TestJVMFutexesSeenDuringDumpsAreNotLocks sweeps /proc of a real JVM while
@@ -99,7 +101,7 @@ func TestJVMFutexesSeenDuringDumpsAreNotLocks(t *testing.T) {
 
 func TestJVMFutexFilterRules(t *testing.T) {
 	threads := []OSThread{{TID: 1, Name: "worker-1"}, {TID: 2, Name: "worker-2"}, {TID: 3, Name: "C2 CompilerThre"}, {TID: 4, Name: "VM Thread"}, {TID: 5, Name: "VM Thread"}}
-	filter := jvmFutexFilter{javaThreads: map[int]bool{5: true}, internalThreads: map[int]bool{4: true}, threads: threads}
+	filter := jvmFutexFilter{dumped: dumpedThreads{5: dumpedJavaOther, 4: dumpedInternal}, threads: threads}
 	heap := procfs.Location{Module: "anonymous rw-p 7f00-7f80", Offset: 0xcd4}
 	jni := procfs.Location{Module: "libnative.so", ModulePath: "/opt/app/libnative.so", Symbol: "big_lock", SymbolSize: 40}
 	tests := []struct {
@@ -125,5 +127,51 @@ func TestJVMFutexFilterRules(t *testing.T) {
 			f.safepointWindow = tt.window
 			assert.Equal(t, tt.want, f.drop(&tt.fw))
 		})
+	}
+}
+
+// The dump's table serves both the futex rules and the waits the sweep
+// still reads after a dump: Java threads waiting in Java are skipped,
+// Java threads running were not stopped, everything else (JVM-internal
+// threads, threads the dump does not list) is read again. A tid listed
+// twice (a forged entry) is a Java thread when any entry has Java frames.
+func TestDumpedThreadsTable(t *testing.T) {
+	frames := []threaddump.Frame{{Class: "java.lang.Object", Method: "wait"}}
+	d := &threaddump.Dump{Threads: []threaddump.Thread{
+		{Name: "waiter", ID: 10, OSThreadID: 101, State: threaddump.StateWaiting, Frames: frames},
+		{Name: "blocked", ID: 11, OSThreadID: 102, State: threaddump.StateBlocked, Frames: frames},
+		{Name: "runner", ID: 12, OSThreadID: 103, State: threaddump.StateRunnable, Frames: frames},
+		{Name: "VM Thread", OSThreadID: 104},
+		{Name: "no frames", ID: 13, OSThreadID: 105, State: threaddump.StateRunnable},
+		{Name: "forged internal", OSThreadID: 101},
+		{Name: "forged internal first", OSThreadID: 106},
+		{Name: "java second", ID: 14, OSThreadID: 106, State: threaddump.StateTimedWaiting, Frames: frames},
+		{Name: "no nid", ID: 15, State: threaddump.StateWaiting, Frames: frames},
+	}}
+	s := &Sampler{}
+	s.noteDumpThreads(d)
+	assert.Equal(t, dumpedThreads{101: dumpedJavaWaiting, 102: dumpedJavaWaiting, 103: dumpedJavaOther, 104: dumpedInternal,
+		105: dumpedInternal, 106: dumpedJavaWaiting}, s.dumped)
+
+	f := jvmFutexFilter{dumped: s.dumped}
+	for tid, internal := range map[int]bool{101: false, 103: false, 104: true, 105: true, 106: false} {
+		assert.Equal(t, internal, f.internal(tid), "tid %d", tid)
+	}
+
+	need := s.waitsNeeded(&Snapshot{Dump: d, DumpCost: &DumpCost{Method: jvm.MethodAttach}})
+	for _, tc := range []struct {
+		tid   int
+		state byte
+		want  procfs.WaitRead
+	}{
+		{101, 'S', procfs.WaitsSkip},    // waits in Java
+		{106, 'S', procfs.WaitsSkip},    // waits in Java, listed twice
+		{103, 'S', procfs.WaitsRecheck}, // RUNNABLE in Java, asleep: may have been stopped
+		{103, 'R', procfs.WaitsSkip},    // runs Java code
+		{104, 'S', procfs.WaitsRecheck}, // the JVM's own
+		{104, 'R', procfs.WaitsRecheck}, // ran for the dump
+		{999, 'S', procfs.WaitsRecheck}, // not in the dump
+	} {
+		assert.Equal(t, tc.want, need(&OSThread{TID: tc.tid, State: tc.state}), "tid %d state %c", tc.tid, tc.state)
 	}
 }

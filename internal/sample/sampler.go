@@ -98,11 +98,11 @@ type Sampler struct {
 	jvm      *jvm.Info
 	nextDump time.Time
 	notes    []string
-	// javaTIDs and internalTIDs are the threads the latest dump listed
-	// with and without Java frames; droppedFutexes counts the futex waits
-	// of a JVM left out of the lock table, by reason (jvmfutex.go).
-	javaTIDs, internalTIDs map[int]bool
-	droppedFutexes         map[string]int
+	// dumped are the threads the latest dump listed; droppedFutexes
+	// counts the futex waits of a JVM left out of the lock table, by
+	// reason (jvmfutex.go).
+	dumped         dumpedThreads
+	droppedFutexes map[string]int
 	// tickSyncTime is the JVM's safepoint sync time when the tick began
 	// (snap.JVM has the rest of its counters).
 	tickSyncTime time.Duration
@@ -464,23 +464,11 @@ func (s *Sampler) waitsNeeded(snap *Snapshot) func(*OSThread) procfs.WaitRead {
 		// A dump without native ids to join (or unreadable).
 		return func(*OSThread) procfs.WaitRead { return procfs.WaitsRecheck }
 	}
-	// javaThreads: true for a thread waiting in Java, false for any other
-	// thread with Java frames; JVM-internal threads are not in it.
-	javaThreads := make(map[int]bool, len(snap.Dump.Threads))
-	for i := range snap.Dump.Threads {
-		t := &snap.Dump.Threads[i]
-		if t.OSThreadID <= 0 || t.ID == 0 || len(t.Frames) == 0 {
-			continue
-		}
-		switch t.State {
-		case threaddump.StateBlocked, threaddump.StateWaiting, threaddump.StateTimedWaiting:
-			javaThreads[int(t.OSThreadID)] = true
-		default:
-			javaThreads[int(t.OSThreadID)] = false
-		}
-	}
+	// The dump's table (noteDumpThreads, called on snap.Dump).
+	dumped := s.dumped
 	return func(t *OSThread) procfs.WaitRead {
-		waiting, java := javaThreads[t.TID]
+		kind, listed := dumped[t.TID]
+		java, waiting := listed && kind != dumpedInternal, listed && kind == dumpedJavaWaiting
 		switch {
 		case !t.Sleeping() && java:
 			return procfs.WaitsSkip // runs Java code: it was not stopped
