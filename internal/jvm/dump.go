@@ -156,7 +156,11 @@ func (i *Info) dumpToFile(ctx context.Context, v int, sent func()) (*DumpResult,
 	if i.Version > 0 && i.Version < 21 {
 		return nil, fmt.Errorf("Thread.dump_to_file needs JDK 21 or later; pid %d runs JDK %d", i.PID, i.Version)
 	}
-	name := "ctprof-threads-" + strconv.Itoa(i.NSPID) + "-" + nonce() + ".json"
+	n, err := nonce()
+	if err != nil {
+		return nil, err
+	}
+	name := "ctprof-threads-" + strconv.Itoa(i.NSPID) + "-" + n + ".json"
 	tmp, err := openTargetRootDir(i.fs, i.PID, "tmp")
 	if err != nil {
 		return nil, err
@@ -187,16 +191,19 @@ func (i *Info) dumpToFile(ctx context.Context, v int, sent func()) (*DumpResult,
 // ctprof creates in the target's /tmp. It asks the kernel (getrandom)
 // rather than crypto/rand: that package would hold back the early dump's
 // initializer (see connectUnix).
-func nonce() string {
+func nonce() (string, error) {
 	var b [8]byte
 	for n := 0; n < len(b); {
 		k, err := unix.Getrandom(b[n:], 0)
-		if err != nil && err != unix.EINTR {
-			panic("getrandom: " + err.Error()) // Linux 3.17+, which ctprof needs anyway
+		if err == unix.EINTR {
+			continue
 		}
-		n += max(k, 0)
+		if err != nil {
+			return "", fmt.Errorf("random bytes for a file name (getrandom): %w", err)
+		}
+		n += k
 	}
-	return hex.EncodeToString(b[:])
+	return hex.EncodeToString(b[:]), nil
 }
 
 // Jcmd runs a diagnostic command (as `jcmd <pid> <command>` would) over the

@@ -438,7 +438,12 @@ func (r *Recording) makeDir() error {
 		return err
 	}
 	removeStaleDirs(tmp, i.UID, i.GID)
-	name := jfrDirPrefix + strconv.Itoa(i.NSPID) + "-" + nonce()
+	n, err := nonce()
+	if err != nil {
+		tmp.Close()
+		return err
+	}
+	name := jfrDirPrefix + strconv.Itoa(i.NSPID) + "-" + n
 	err = asUser(i.UID, i.GID, func() error { return unix.Mkdirat(tmp.fd, name, 0o700) })
 	if err != nil {
 		tmp.Close()
