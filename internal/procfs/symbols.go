@@ -203,7 +203,10 @@ func (s *Symbolizer) resolve(addr uint64) (Location, bool, error) {
 	// anonymous memory, so try the binaries' address ranges first.
 	for _, mod := range s.ranges {
 		if addr >= mod.start && addr < mod.end {
-			return inModule(addr, mod.path, s.module(mod.path, mod.mapping)), true, nil
+			if em := s.module(mod.path, mod.mapping); em.holds(addr) {
+				return inModule(addr, mod.path, em), true, nil
+			}
+			break // past the binary's .bss: anonymous memory merged into it
 		}
 	}
 	if i := sort.Search(len(s.maps), func(i int) bool { return s.maps[i].End > addr }); i < len(s.maps) {
@@ -268,6 +271,9 @@ func (s *Symbolizer) resolveByQuery(addr uint64) (Location, bool, error) {
 	if !ok {
 		em = s.module(mod.Path, s.firstMapping(mod))
 	}
+	if !em.holds(addr) {
+		return inMapping(addr, m), true, nil
+	}
 	return inModule(addr, mod.Path, em), true, nil
 }
 
@@ -326,7 +332,23 @@ type elfModule struct {
 	// start is the address of the binary's first mapping.
 	start uint64
 	bias  uint64 // load address minus link-time virtual address
-	syms  *symbolTable
+	// memEnd is the end of the binary's loaded image, .bss included
+	// (the highest PT_LOAD end, a link-time address); 0 when unknown.
+	memEnd uint64
+	syms   *symbolTable
+}
+
+// holds says whether addr, found in the binary's address range, is the
+// binary's own memory. The range runs on into the anonymous mapping after
+// its data, where .bss lives; but the kernel merges an adjacent anonymous
+// mapping of the same permissions into that one (a malloc arena, a JVM's
+// C heap), and a futex there is not the binary's: past the image's end,
+// it is anonymous memory.
+func (em *elfModule) holds(addr uint64) bool {
+	if em.err != nil || em.memEnd == 0 || addr < em.bias {
+		return true // nothing to tell by
+	}
+	return addr-em.bias < em.memEnd
 }
 
 type elfSymbol struct {
@@ -388,15 +410,20 @@ func (s *Symbolizer) module(path string, first Mapping) *elfModule {
 	// The bias maps the ELF's virtual addresses to the process's: the
 	// first mapping maps file offset first.Offset, which the PT_LOAD
 	// segment containing it places at a known virtual address.
+	biased := false
 	for _, p := range f.Progs {
 		if p.Type != elf.PT_LOAD {
 			continue
 		}
+		em.memEnd = max(em.memEnd, p.Vaddr+p.Memsz)
 		pageOff := p.Off &^ 0xfff
-		if first.Offset >= pageOff && first.Offset < p.Off+p.Filesz {
+		if !biased && first.Offset >= pageOff && first.Offset < p.Off+p.Filesz {
 			em.bias = first.Start - (p.Vaddr - (p.Off - first.Offset))
-			break
+			biased = true
 		}
+	}
+	if !biased {
+		em.memEnd = 0 // without the bias the image's end is not placed
 	}
 	open := 0
 	for _, m := range s.modules {
