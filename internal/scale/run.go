@@ -209,15 +209,29 @@ func runLevel(ctx context.Context, o Options, n int, note func(string)) (Level, 
 	if rt, ok := tp.(*RegexThroughput); ok {
 		sink = io.MultiWriter(sink, rt.Writer())
 	}
-	cmd.Stdout, cmd.Stderr = sink, sink
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return Level{}, "", fmt.Errorf("%w: a pipe for its output: %v", ErrWorkloadFailed, err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
 	// If ctprof dies, the workload must not outlive it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := startBound(cmd, cpus); err != nil {
-		return Level{}, "", fmt.Errorf("%w: start %s: %v", ErrWorkloadFailed, args[0], err)
+	startErr := startBound(cmd, cpus)
+	pw.Close() // the workload's copy stays open while it runs
+	if startErr != nil {
+		pr.Close()
+		return Level{}, "", fmt.Errorf("%w: start %s: %v", ErrWorkloadFailed, args[0], startErr)
 	}
+	output := readOutput(pr, sink)
+	defer output.Close()
 	pid := cmd.Process.Pid
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		// What it printed last, before its exit is reported.
+		output.Sync(time.Second)
+		exited <- err
+	}()
 	defer stop(cmd, exited)
 
 	where := levelName(o, n)
@@ -246,6 +260,9 @@ func runLevel(ctx context.Context, o Options, n int, note func(string)) (Level, 
 	}
 	defer s.Close()
 	clockFrom, clockErr := readCPUClock(o.ProcRoot, pid, cpus)
+	// Lines printed during warm-up are not the window's, however late
+	// ctprof reads them.
+	output.Sync(time.Second)
 	if err := tp.Begin(ctx); err != nil {
 		return Level{}, "", fmt.Errorf("%w: %v", ErrWorkloadFailed, err)
 	}
@@ -263,6 +280,9 @@ func runLevel(ctx context.Context, o Options, n int, note func(string)) (Level, 
 	if runErr != nil {
 		return Level{}, "", fmt.Errorf("%w: profiling: %v", ErrWorkloadFailed, runErr)
 	}
+	// The lines printed during the window are the window's, however late
+	// ctprof reads them.
+	output.Sync(time.Second)
 	x, err := tp.End(ctx)
 	if err != nil {
 		return Level{}, "", fmt.Errorf("%w: %v", ErrWorkloadFailed, err)
