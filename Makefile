@@ -100,8 +100,9 @@ fuzz:
 	@GO=$(GO) FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
 # The parser's benchmarks, then the budgets of the /proc sweep, the scrape,
-# the comparison with process-exporter, a one-shot against jcmd and a cold
-# sweep of a 30,000-thread process (docs/PERFORMANCE.md).
+# the comparison with process-exporter, a one-shot against jcmd, a cold
+# sweep of a 30,000-thread process and a 20 s attach of a 10,000-thread JVM
+# (docs/PERFORMANCE.md).
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 -count 3 ./pkg/threaddump/
 	$(GO) test -run '^$$' -bench 'Parse4000Threads$$|Parse2000DeepThreads$$' -benchmem -cpu 2 -count 3 ./pkg/threaddump/
