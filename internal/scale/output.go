@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -37,11 +38,10 @@ func readOutput(r *os.File, sink io.Writer) *workloadOutput {
 
 func (o *workloadOutput) copy() {
 	buf := make([]byte, 32<<10)
-	for {
-		n, err := o.r.Read(buf)
-		o.mu.Lock()
-		o.read += int64(n)
-		o.mu.Unlock()
+	rc, err := o.r.SyscallConn()
+	for err == nil {
+		var n int
+		n, err = o.readCounted(rc, buf)
 		if n > 0 {
 			o.sink.Write(buf[:n])
 		}
@@ -53,39 +53,79 @@ func (o *workloadOutput) copy() {
 		case o.progress <- struct{}{}:
 		default:
 		}
-		if err != nil {
-			return
-		}
 	}
+	if rc == nil { // no descriptor to read: nothing will come
+		o.mu.Lock()
+		o.done = true
+		o.mu.Unlock()
+	}
+}
+
+// readCounted reads what the pipe holds and counts it in o.read under the
+// same lock Sync holds while it asks the pipe what it holds. With a plain
+// Read, bytes taken from the pipe but not yet counted (the reader
+// descheduled between the system call and the count) were in neither
+// figure, and Sync returned before they reached sink. The pipe from
+// os.Pipe is non-blocking and known to the poller, so the read never
+// blocks under the lock: an empty pipe returns EAGAIN and the poller waits.
+func (o *workloadOutput) readCounted(rc syscall.RawConn, buf []byte) (int, error) {
+	var n int
+	var rerr error
+	err := rc.Read(func(fd uintptr) bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for {
+			n, rerr = unix.Read(int(fd), buf)
+			if rerr != unix.EINTR {
+				break
+			}
+		}
+		if rerr == unix.EAGAIN {
+			return false
+		}
+		if n > 0 {
+			o.read += int64(n)
+		} else {
+			n = 0
+		}
+		return true
+	})
+	switch {
+	case err != nil:
+		return n, err
+	case rerr != nil:
+		return n, rerr
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // Sync returns once everything the workload had written to the pipe when
 // Sync was called has reached sink, the output has ended, or timeout has
 // passed.
 func (o *workloadOutput) Sync(timeout time.Duration) {
-	// Bytes already read but not yet handled are waited for too.
-	o.mu.Lock()
-	inFlight := o.read > o.delivered
-	o.mu.Unlock()
-	pending := 0
 	rc, err := o.r.SyscallConn()
 	if err != nil {
 		return
 	}
-	// The bytes waiting in the pipe (FIONREAD, which Linux also names
-	// TIOCINQ), through the raw descriptor: File.Fd would switch the pipe
-	// to blocking mode under the reader.
-	if rc.Control(func(fd uintptr) { pending, err = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }) != nil || err != nil {
-		pending = 0
-	}
-	if pending <= 0 && !inFlight {
+	// What the pipe holds (FIONREAD, which Linux also names TIOCINQ), asked
+	// through the raw descriptor (File.Fd would switch the pipe to blocking
+	// mode under the reader) and under the lock the reader counts under:
+	// every byte is either in the pipe or in o.read, and the target is all
+	// of them. Bytes read but not yet delivered are waited for too.
+	var target int64
+	if rc.Control(func(fd uintptr) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		pending, ierr := unix.IoctlGetInt(int(fd), unix.TIOCINQ)
+		if ierr != nil || pending < 0 {
+			pending = 0
+		}
+		target = o.read + int64(pending)
+	}) != nil {
 		return
 	}
-	// Counted after the pipe: a read in between is counted twice (Sync
-	// waits longer), never left out.
-	o.mu.Lock()
-	target := o.read + int64(pending)
-	o.mu.Unlock()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
