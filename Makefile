@@ -18,12 +18,14 @@ ECHARTS_VERSION   := 5.6.0
 ECHARTS_INTEGRITY := sha512-oTbVTsXfKuEhxftHqL5xprgLoc0k7uScAwtryCgWF6hPYFLRwOUHiFmHGCBKP5NPFNkDVopOieyUqYGH8Fa3kA==
 ECHARTS_JS        := internal/report/assets/echarts.min.js
 
-# Third-party Java libraries (Apache Derby, H2, Log4j) that tests run under
-# load: pinned by version and sha256 in testdata/javalibs/libraries.txt,
-# fetched from Maven Central into build/javalibs (never committed).
+# Third-party Java libraries (Apache Derby, H2, Log4j, ...) that tests run
+# under load: pinned by version and sha256 in testdata/javalibs/libraries.txt,
+# fetched with Maven (mvn dependency:copy, so the user's Maven settings and
+# mirrors apply; Maven Central by default) into build/javalibs (never
+# committed).
 JAVALIBS_PINS := testdata/javalibs/libraries.txt
 JAVALIBS_DIR  := build/javalibs
-MAVEN_CENTRAL ?= https://repo1.maven.org/maven2
+MVN           ?= mvn
 
 .PHONY: all build deps assets javalibs test unit fuzz vet bench demo fmt lint clean help
 
@@ -33,7 +35,7 @@ help:
 	@echo "make build   static binary into ./bin (CGO_ENABLED=0); fetches ECharts first (make assets)"
 	@echo "make demo    start a contended Java program, profile it live (ctprof attach), write an HTML report"
 	@echo "make test    install what is missing, vet, run every test (real JVMs included) and short fuzz runs"
-	@echo "make javalibs fetch the pinned Derby, H2 and Log4j jars the library tests run (build/javalibs, sha256-checked)"
+	@echo "make javalibs fetch the pinned jars the library tests run, with Maven (build/javalibs, sha256-checked)"
 	@echo "make bench   parser, /proc sweep, scrape, process-exporter and one-shot benchmarks (docs/PERFORMANCE.md)"
 	@echo "make fmt     gofmt the tree;  make lint  gofmt check + go vet"
 
@@ -57,23 +59,31 @@ $(ECHARTS_JS):
 	tar -xzf build/npm/echarts-$(ECHARTS_VERSION).tgz -O package/dist/echarts.min.js > $@.tmp && mv $@.tmp $@
 
 # Every pinned jar is (re)checked on each run, so a jar changed in place is
-# refused as well as a bad download; a good one is not fetched again.
+# refused as well as a bad download; a good one is not fetched again. Each
+# missing or bad jar is fetched with `mvn dependency:copy` (only the artifact
+# itself, no transitive dependencies: those are pinned on their own lines)
+# into a scratch directory of its own run, and moved into place only if its
+# sha256 matches the pin. mvn runs from the scratch directory so that no
+# pom.xml around it is read.
 javalibs:
-	@command -v curl >/dev/null || { echo "javalibs: curl is needed to fetch jars from Maven Central (Debian: apt-get install curl)" >&2; exit 1; }
+	@command -v $(MVN) >/dev/null || { echo "javalibs: Maven ($(MVN)) is needed to fetch the pinned jars (Debian: apt-get install maven; make deps does it as root)" >&2; exit 1; }
 	@mkdir -p $(JAVALIBS_DIR)
-	@grep -v '^[[:space:]]*\(#\|$$\)' $(JAVALIBS_PINS) | while read -r coord want; do \
-		group=$${coord%%:*}; rest=$${coord#*:}; artifact=$${rest%%:*}; version=$${rest#*:}; \
+	@tmp=$$(mktemp -d $(abspath $(JAVALIBS_DIR))/.fetch.XXXXXX) || exit 1; \
+	trap 'rm -rf "$$tmp"' EXIT; \
+	grep -v '^[[:space:]]*\(#\|$$\)' $(JAVALIBS_PINS) | while read -r coord want; do \
+		rest=$${coord#*:}; artifact=$${rest%%:*}; version=$${rest#*:}; \
 		jar=$(JAVALIBS_DIR)/$$artifact-$$version.jar; \
 		if [ -f "$$jar" ] && [ "$$(sha256sum "$$jar" | cut -d' ' -f1)" = "$$want" ]; then continue; fi; \
-		url=$(MAVEN_CENTRAL)/$$(echo $$group | tr . /)/$$artifact/$$version/$$artifact-$$version.jar; \
-		echo "javalibs: fetching $$url"; \
-		curl -fsSL --retry 3 -o "$$jar.tmp" "$$url" || { rm -f "$$jar.tmp"; echo "javalibs: could not fetch $$url" >&2; exit 1; }; \
-		got=$$(sha256sum "$$jar.tmp" | cut -d' ' -f1); \
+		echo "javalibs: fetching $$coord with Maven"; \
+		out=$$(cd "$$tmp" && $(MVN) -B -q dependency:copy -Dartifact="$$coord" -DoutputDirectory="$$tmp" </dev/null 2>&1) && [ -f "$$tmp/$$artifact-$$version.jar" ] || { \
+			printf '%s\n' "$$out" >&2; \
+			echo "javalibs: $(MVN) could not fetch $$coord (its output is above; check the network and your Maven settings)" >&2; exit 1; }; \
+		got=$$(sha256sum "$$tmp/$$artifact-$$version.jar" | cut -d' ' -f1); \
 		if [ "$$got" != "$$want" ]; then \
-			rm -f "$$jar.tmp" "$$jar"; \
+			rm -f "$$tmp/$$artifact-$$version.jar" "$$jar"; \
 			echo "javalibs: $$artifact-$$version.jar has sha256 $$got, want $$want (pinned in $(JAVALIBS_PINS)): refusing it" >&2; exit 1; \
 		fi; \
-		mv "$$jar.tmp" "$$jar"; \
+		mv "$$tmp/$$artifact-$$version.jar" "$$jar" || exit 1; \
 	done
 
 vet: assets

@@ -19,6 +19,7 @@ need chromium chromium   # the HTML report's browser tests
 need tmux tmux           # the terminal test of ctprof top
 need npm npm             # make assets fetches ECharts from the npm registry
 need openssl openssl     # checks the fetched ECharts' integrity
+need mvn maven           # make javalibs fetches the pinned third-party jars with Maven
 need taskset util-linux  # the one-CPU test of ctprof scale
 need prometheus-process-exporter prometheus-process-exporter # the comparison benchmark of internal/metrics
 [ -x "$JDK17_HOME/bin/javac" ] && [ -x "$JDK17_HOME/bin/jcmd" ] || missing_pkgs+=(openjdk-17-jdk-headless)

@@ -63,6 +63,10 @@ type Aggregator struct {
 	// Thread dumps.
 	dumps    int
 	lastDump *threaddump.Dump
+	// lastLocks and lastWaitsOn are the last dump's lock table and the
+	// lock each of its contended threads was counted on (threadWaits).
+	lastLocks   []*threaddump.LockInfo
+	lastWaitsOn map[*threaddump.Thread]string
 	// lastDumpPools are PoolName of the names of lastDump.Threads, by
 	// index: the pools of the last dump's table (build.go).
 	lastDumpPools  []string

@@ -61,7 +61,10 @@ func (a *Aggregator) summary(full bool) *Summary {
 	s.Locks = a.lockSummaries()
 	s.ContentionSites = a.contentionSites()
 	s.Deadlocks = a.deadlockSummaries()
+	s.Waits = []ThreadWait{}
 	if full {
+		// A verdict per thread: for the report, not for every scrape.
+		s.Waits = a.threadWaits()
 		if a.os.samples == 0 {
 			s.ThreadCPU = a.threadCPU() // a live run has the /proc view instead
 		}

@@ -25,6 +25,27 @@ type dumpTick struct {
 	// the threads that hold it.
 	lockWaiters map[string][]*threaddump.Thread
 	lockOwners  map[string][]*threaddump.Thread
+	// members lists the indexes in dump.Threads of each pool's threads,
+	// built on first use (poolMembers).
+	members map[string][]int
+}
+
+// poolMembers returns the indexes in dump.Threads of the threads of pool,
+// indexing the dump's pools once, when a resource first asks.
+func (t *dumpTick) poolMembers(pool string) []int {
+	if t.members == nil {
+		t.members = map[string][]int{}
+		for i := range t.dump.Threads {
+			p := ""
+			if i < len(t.pools) {
+				p = t.pools[i]
+			} else {
+				p = PoolName(t.dump.Threads[i].Name)
+			}
+			t.members[p] = append(t.members[p], i)
+		}
+	}
+	return t.members[pool]
 }
 
 type deadlockAgg struct {
@@ -126,6 +147,7 @@ func (a *Aggregator) addDump(s *sample.Snapshot, dt time.Duration) dumpTick {
 	a.addDeadlocks(d, locks, seq)
 	a.addJavaThreads(d, s.Time, seq, ownersOfWaits(locks))
 	a.addStacks(d, tick.pools, tick.waitsOn)
+	a.noteLastWaits(locks, tick.waitsOn)
 
 	states := map[string]int{}
 	for i := range d.Threads {
@@ -209,6 +231,11 @@ func ownersOfWaits(locks []*threaddump.LockInfo) map[*threaddump.Thread]string {
 // thread waits: where the program asked for the lock, not the JDK internals
 // it went through.
 func waitFrame(w threaddump.Waiter) string {
+	if c := w.Rule.CallSite; c.Class != "" {
+		// Where the thread's own code calls into the waiting machinery
+		// (a pool's borrow, not the library's own queue inside it).
+		return c.String()
+	}
 	return appFrameFrom(w.Thread.Frames, max(w.Frame, 0))
 }
 

@@ -59,12 +59,27 @@ func findings(s *Summary) []Finding {
 		}
 	}
 	stripedSites := map[string]bool{}
+	sites := map[string]ContentionSite{}
+	// covered are the resources whose instances make one finding: the
+	// instances' own would split one queue into many.
+	covered := map[string]bool{}
 	for _, cs := range s.ContentionSites {
+		sites[cs.ID] = cs
 		if cs.Striped {
 			stripedSites[cs.ID] = true
+			continue
+		}
+		if cs.Instances > 1 {
+			if f, ok := resourceFinding(cs, s); ok {
+				out = append(out, f)
+				covered[cs.ID] = true
+			}
 		}
 	}
 	for _, l := range s.Locks {
+		if l.Site != "" && covered[l.Site] {
+			continue
+		}
 		if l.DumpsSeen == 0 && l.JFR != nil {
 			// Seen only in a recording: its exact waits speak for it.
 			if f, ok := jfrFinding(l, s); ok {
@@ -152,8 +167,15 @@ func findings(s *Summary) []Finding {
 		if series {
 			ev = append(ev, lockSeriesEvidence(l)...)
 		}
+		if cs, ok := sites[l.Site]; ok && l.Owner == nil {
+			if p := poolSentence(cs); p != "" {
+				owner += "; " + p
+			}
+		}
 		next := "Shorten the critical section, split the lock, or replace it with a concurrent structure; look at what the owner does while holding it."
 		switch {
+		case l.Owner == nil && l.Releaser == nil && waitsForSignal(l):
+			next = handOffNextStep
 		case waitsForSignal(l):
 			next = "The waiters wait inside work for one thread to finish (a group commit, a transaction holding a row): make that thread's step shorter or batch more per step, or let callers go on without waiting for it."
 		case l.Owner == nil && l.Resource == "synchronizer":
@@ -236,6 +258,92 @@ func lockSeriesEvidence(l LockSummary) []string {
 	return ev
 }
 
+// handOffNextStep is the advice for threads that wait inside work for a
+// signal nobody is seen to be about to give: a hand-off from a pool, a
+// latch or a transaction.
+const handOffNextStep = "The threads wait inside work for another thread to hand something back or to finish. If this is a pool (connections, objects, permits), it is exhausted: size it to the concurrency that uses it, shorten how long each borrower holds an item, or look for items that are never returned. If it is a transaction, table or row lock, shorten the transaction that holds it or make the waiters touch less of the same data."
+
+// poolSentence says how much of the waiters' pool waits at a resource
+// and what the rest of the pool runs meanwhile ("20 of 24 worker-N
+// threads wait here; the other 4 run App.query(App.java:40)"); empty
+// when the waiters belong to no pool of several threads.
+func poolSentence(cs ContentionSite) string {
+	if cs.Pool == "" || cs.PoolThreads < 2 || cs.PoolWaiting < 1 {
+		return ""
+	}
+	p := fmt.Sprintf("%d of %d %s threads wait here", cs.PoolWaiting, cs.PoolThreads, cs.Pool)
+	working := 0
+	for _, f := range cs.OthersRun {
+		working += f.Samples
+	}
+	if working > 0 {
+		p += fmt.Sprintf("; %d of the others work, in %s", working, cs.OthersRun[0].Frame)
+		if len(cs.OthersRun) > 1 {
+			p += " and elsewhere"
+		}
+	}
+	return p
+}
+
+// resourceFinding is the finding of a resource whose waiters wait on
+// several instances of one class at one site (a latch per session, the
+// transaction object of whoever holds a row): one queue, counted over all
+// its instances. ok is false when the resource is not contended enough to
+// report, by the rule a single lock follows.
+func resourceFinding(cs ContentionSite, s *Summary) (Finding, bool) {
+	if cs.Waiters < 2 && (s.Samples < 3 || cs.BlockedShare < 0.5) {
+		return Finding{}, false
+	}
+	series := s.Dumps > 1
+	sev := SeverityWarning
+	if (cs.Waiters >= 5 || cs.AvgWaiters >= 4) && cs.DumpsSeen > 1 {
+		sev = SeverityCritical
+	}
+	what := fmt.Sprintf("%s wait", capitalize(plural(cs.Waiters, "thread")))
+	if series {
+		what = fmt.Sprintf("Up to %d threads (%.1f on average, blocked in %.0f%% of dumps, seen in %s) wait",
+			cs.Waiters, cs.AvgWaiters, 100*cs.BlockedShare, plural(cs.DumpsSeen, "dump"))
+	}
+	instances := fmt.Sprintf("%d instances of %s over the run, at most %d at once", cs.Instances, shortClass(cs.Class), cs.PeakInstances)
+	who := ""
+	switch {
+	case cs.Ownerless && len(cs.Holders) > 0:
+		who = "nobody holds them while they wait; the thread they wait for runs " + cs.Holders[0].Frame
+	case cs.Ownerless:
+		who = "nobody holds them while they wait: each waits for a signal from another thread"
+	case len(cs.Holders) > 0:
+		who = "their holders run " + cs.Holders[0].Frame
+	}
+	summary := fmt.Sprintf("%s at %s on %s (%s)", what, cs.WaitFrame, shortClass(cs.Class), instances)
+	if who != "" {
+		summary += ", " + who
+	}
+	if p := poolSentence(cs); p != "" {
+		summary += "; " + p
+	}
+	summary += "."
+	ev := []string{fmt.Sprintf("resource %s: %s at %s", cs.Kind, cs.Class, cs.WaitFrame)}
+	if cs.BlockedThreadSeconds > 0 {
+		ev = append(ev, fmt.Sprintf("threads spent %.1f s waiting here in all", cs.BlockedThreadSeconds))
+	}
+	ev = append(ev, fmt.Sprintf("at most %d waiters on one instance: the queue is at the resource, not at one object", cs.MaxInstanceWaiters))
+	if len(cs.WaiterThreads) > 0 {
+		ev = append(ev, "waiters: "+quoteList(cs.WaiterThreads))
+	}
+	next := "Shorten what the holders do while the waiters queue, or let fewer threads need this resource at once."
+	if cs.Ownerless {
+		next = handOffNextStep
+	}
+	return Finding{
+		Kind:     FindingLockHotspot,
+		Severity: sev,
+		Summary:  summary,
+		Evidence: ev,
+		NextStep: next,
+		impact:   1e6 + float64(cs.Waiters)*1000 + cs.AvgWaiters,
+	}, true
+}
+
 // LockName names a lock in a sentence: "monitor SyncSingleton", "futex
 // contended_mutex (app+0x4040)".
 func LockName(l LockSummary) string {
@@ -248,6 +356,9 @@ func LockName(l LockSummary) string {
 	what := l.Resource
 	if what == "" {
 		what = l.Kind
+	}
+	if what == "park" {
+		return "a park with no blocker in " + shortClass(l.Class)
 	}
 	return what + " " + shortClass(l.Class)
 }

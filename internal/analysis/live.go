@@ -54,6 +54,9 @@ type javaInfo struct {
 	name  string
 	state threaddump.State
 	pool  string // PoolName(name)
+	// busy: the dump showed the thread running work (RUNNABLE, not in
+	// a native wait) or queued on a contended resource.
+	busy bool
 }
 
 // osKey identifies an OS thread across samples: tids are reused, start
@@ -126,6 +129,9 @@ type osThreadAgg struct {
 	// that ends by itself (sleep, timed futex or poll wait).
 	timedWaits int
 	sleeping   int
+	// busyDumps counts the dumps that showed the thread running work or
+	// queued on a contended resource: such a thread is no poller.
+	busyDumps int
 }
 
 type condAgg struct {
@@ -188,7 +194,9 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 		for i := range tick.dump.Threads {
 			jt := &tick.dump.Threads[i]
 			if jt.OSThreadID > 0 {
-				o.java[int(jt.OSThreadID)] = javaInfo{name: jt.Name, state: jt.State, pool: tick.pools[i]}
+				busy := tick.waitsOn[jt] != "" ||
+					jt.State == threaddump.StateRunnable && len(jt.Frames) > 0 && !isIdleFrame(jt.Frames[0].String())
+				o.java[int(jt.OSThreadID)] = javaInfo{name: jt.Name, state: jt.State, pool: tick.pools[i], busy: busy}
 			}
 		}
 	}
@@ -257,6 +265,9 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 			}
 			if isJava {
 				ta.javaState = j.state
+				if j.busy && ta.javaGen != o.javaGen {
+					ta.busyDumps++
+				}
 			}
 			ta.comm, ta.javaGen = t.Name, o.javaGen
 		}

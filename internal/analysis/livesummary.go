@@ -297,7 +297,8 @@ func (a *Aggregator) scheduling(total counters, wall float64) *Scheduling {
 }
 
 // Wake-up storm thresholds: a thread that sleeps in a timed wait in most
-// samples, wakes at least 5 times a second, and uses under 5 % of a core
+// samples, wakes at least 5 times a second, uses under 5 % of a core, and
+// was never seen by a dump running work or queued on a contended resource
 // polls rather than works.
 const (
 	wakeupMinPerSecond = 5.0
@@ -324,6 +325,11 @@ func (a *Aggregator) wakeups(wall, hostPerSecond float64) []Wakeup {
 		cpu := d.cpu.Seconds() / w
 		timed := ta.timedWaits >= int(wakeupMinSleeping*float64(ta.seen)) || ta.javaState == threaddump.StateTimedWaiting
 		if rate < wakeupMinPerSecond || cpu >= wakeupMaxCPU || !timed {
+			continue
+		}
+		if ta.busyDumps > 0 {
+			// A dump saw it run work or queue on a contended resource:
+			// its wake-ups are work or contention, not polling.
 			continue
 		}
 		p := ta.pool

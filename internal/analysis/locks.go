@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ctprof/ctprof/internal/sample"
@@ -106,6 +107,16 @@ func (b boundedCounts) top(n int) []FrameCount {
 
 func lockKey(kind, class, site string) string { return kind + "|" + class + "|" + site }
 
+// siteID identifies a resource: the lock's kind and class and the method
+// where its waiters call in, without the line (one method that waits at
+// two lines is one resource). A lock instance's LockSummary.Site is it.
+func siteID(kind, class, site string) string {
+	if i := strings.IndexByte(site, '('); i > 0 {
+		site = site[:i]
+	}
+	return lockKey(kind, class, site)
+}
+
 // lock returns the aggregate for id, creating it and evicting the least
 // contended lock when the table is full.
 func (a *Aggregator) lock(id, kind, class string) *lockAgg {
@@ -206,7 +217,7 @@ func (a *Aggregator) addJavaLocks(locks []*threaddump.LockInfo, dt time.Duration
 			la.noteAddressSeen(best.Lock.Address)
 		}
 	}
-	a.addSites(order, dt)
+	a.addSites(order, dt, tick)
 	now := by2ids(order, func(o *javaObs) (string, int) { return o.la.id, len(o.waiters) })
 	for _, la := range a.locks {
 		if la.kind != "futex" {
@@ -216,8 +227,9 @@ func (a *Aggregator) addJavaLocks(locks []*threaddump.LockInfo, dt time.Duration
 	a.noteLockSeries(tick.dump.Time, now)
 }
 
-// addSites folds one dump's locks into their contention sites.
-func (a *Aggregator) addSites(order []*javaObs, dt time.Duration) {
+// addSites folds one dump's locks into their contention sites: the
+// resources threads wait for, each with all its instances.
+func (a *Aggregator) addSites(order []*javaObs, dt time.Duration, tick *dumpTick) {
 	ix := &a.lockIdx
 	if ix.sites == nil {
 		ix.sites = map[string]*siteAgg{}
@@ -230,7 +242,7 @@ func (a *Aggregator) addSites(order []*javaObs, dt time.Duration) {
 		la := o.la
 		// A lock's site is the one it was first seen at, so an instance
 		// counts at one site only.
-		id := lockKey(la.kind, la.class, la.site)
+		id := siteID(la.kind, la.class, la.site)
 		sa := ix.sites[id]
 		if sa == nil {
 			if len(ix.sites) >= a.opts.MaxLocks {
@@ -261,6 +273,10 @@ func (a *Aggregator) addSites(order []*javaObs, dt time.Duration) {
 		c.instances++
 		c.waiters += n
 		c.maxOnOne = max(c.maxOnOne, n)
+		if n > 0 && bestInfo(o.infos).Owner == nil && waitsForSignals(o.waiters) {
+			sa.ownerless++
+		}
+		sa.obs = append(sa.obs, o)
 	}
 	for _, sa := range ix.sites {
 		sa.current = 0
@@ -271,9 +287,75 @@ func (a *Aggregator) addSites(order []*javaObs, dt time.Duration) {
 		sa.waiterSum += c.waiters
 		sa.blocked += float64(c.waiters) * dt.Seconds()
 		sa.peakInstances = max(sa.peakInstances, c.instances)
-		sa.peakWaiters = max(sa.peakWaiters, c.waiters)
 		sa.maxOnOne = max(sa.maxOnOne, c.maxOnOne)
+		if c.waiters >= sa.peakWaiters {
+			sa.peakWaiters = c.waiters
+			sa.notePeak(tick)
+		}
+		sa.obs = sa.obs[:0]
 	}
+}
+
+// waitsForSignals reports waiters that mostly wait for a signal (a
+// notify, a condition, a future, a latch) rather than queue for a lock
+// that has an owner, named or not.
+func waitsForSignals(ws []threaddump.Waiter) bool {
+	n := 0
+	for _, w := range ws {
+		switch w.Kind {
+		case threaddump.WaitObject, threaddump.WaitCondition, threaddump.WaitFuture:
+			n++
+		}
+	}
+	return 2*n > len(ws)
+}
+
+// notePeak records, from the dump with the most waiters at the site so
+// far (the latest of equals), who waits, the pool most of them belong to,
+// and what that pool's other threads and the instances' owners run: the
+// sentence of a resource's finding rests on one dump, the one it names.
+func (sa *siteAgg) notePeak(tick *dumpTick) {
+	sa.waiterNames = sa.waiterNames[:0]
+	waiting := map[*threaddump.Thread]bool{}
+	pools := map[string]int{}
+	var owners boundedCounts
+	for _, o := range sa.obs {
+		for _, w := range o.waiters {
+			waiting[w.Thread] = true
+			pools[PoolName(w.Thread.Name)]++
+			if len(sa.waiterNames) < 10 {
+				sa.waiterNames = append(sa.waiterNames, w.Thread.Name)
+			}
+		}
+		for _, li := range o.infos {
+			if li.Owner != nil {
+				owners.inc(appFrameFrom(li.Owner.Frames, 0), 1)
+			} else if li.Releaser != nil {
+				owners.inc(appFrameFrom(li.Releaser.Frames, 0), 1)
+			}
+		}
+	}
+	sa.peakHolders = owners.top(3)
+	sa.pool, sa.poolWaiting = "", 0
+	for p, n := range pools {
+		if n > sa.poolWaiting || n == sa.poolWaiting && p < sa.pool {
+			sa.pool, sa.poolWaiting = p, n
+		}
+	}
+	sa.poolThreads = 0
+	var others boundedCounts
+	if tick != nil && tick.dump != nil {
+		for _, i := range tick.poolMembers(sa.pool) {
+			t := &tick.dump.Threads[i]
+			sa.poolThreads++
+			// What the rest of the pool does: the threads that work
+			// (running, or sleeping inside their work), not the idle ones.
+			if !waiting[t] && len(t.Frames) > 0 && (t.State == threaddump.StateRunnable && !isIdleFrame(t.Frames[0].String()) || sleeping(t)) {
+				others.inc(appFrameFrom(t.Frames, 0), 1)
+			}
+		}
+	}
+	sa.othersRun = others.top(3)
 }
 
 // noteKind counts n waiter samples of one wait kind.
@@ -334,6 +416,17 @@ type siteAgg struct {
 	waiterSum     int
 	samples       int
 	blocked       float64
+	// ownerless counts the instance samples with waiters and no owner:
+	// the waiters wait for a signal (each on its own latch, or for a
+	// hand-off), not behind a holder of that instance.
+	ownerless int
+	// obs are this dump's instances (reset after each dump).
+	obs []*javaObs
+	// From the dump with the most waiters (notePeak).
+	waiterNames              []string
+	pool                     string
+	poolThreads, poolWaiting int
+	othersRun, peakHolders   []FrameCount
 }
 
 const maxSiteInstances = 4096
@@ -631,7 +724,7 @@ func (a *Aggregator) lockSummaries() []LockSummary {
 		}
 		ls.DumpsSeen = la.samples
 		if la.kind != "futex" {
-			ls.Site = lockKey(la.kind, la.class, la.site)
+			ls.Site = siteID(la.kind, la.class, la.site)
 		}
 		if len(la.addresses) > 1 {
 			ls.Addresses = append([]string{}, la.addresses...)
@@ -679,10 +772,19 @@ func (a *Aggregator) contentionSites() []ContentionSite {
 			Instances: sa.instanceCount, PeakInstances: sa.peakInstances,
 			Waiters: sa.peakWaiters, MaxInstanceWaiters: sa.maxOnOne, CurrentWaiters: sa.current,
 			BlockedThreadSeconds: round3(sa.blocked), DumpsSeen: sa.samples,
-			Striped: sa.peakInstances > 1 && sa.maxOnOne <= 1,
+			// Striped: each instance queues one waiter behind an owner of
+			// its own. Waiters on instances nobody holds (a latch per
+			// waiter, a hand-off) all wait for the same thing: the
+			// resource's count is their queue.
+			Striped:       sa.peakInstances > 1 && sa.maxOnOne <= 1 && sa.ownerless == 0,
+			WaiterThreads: append([]string{}, sa.waiterNames...),
+			Pool:          sa.pool, PoolThreads: sa.poolThreads, PoolWaiting: sa.poolWaiting,
+			OthersRun: append([]FrameCount{}, sa.othersRun...), Holders: append([]FrameCount{}, sa.peakHolders...),
+			Ownerless: sa.ownerless > 0,
 		}
 		if a.dumps > 0 {
 			cs.AvgWaiters = round3(float64(sa.waiterSum) / float64(a.dumps))
+			cs.BlockedShare = round3(float64(sa.samples) / float64(a.dumps))
 		}
 		out = append(out, cs)
 	}

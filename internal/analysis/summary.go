@@ -69,6 +69,10 @@ type Summary struct {
 	JFR *JFRSummary `json:"jfr,omitempty"`
 
 	Locks []LockSummary `json:"locks"`
+	// Waits classes every thread of the last dump that is not running:
+	// contention (with the resource it waits for), idle, sleep or io, and
+	// why (docs/json.md states the rule).
+	Waits []ThreadWait `json:"waits"`
 	// ContentionSites group the Java locks by class and wait site: how
 	// many instances, how many waiters in all, so a striped design (many
 	// instances, one waiter each) is told from one hot lock.
@@ -233,10 +237,31 @@ type ContentionSite struct {
 	AvgWaiters           float64 `json:"avg_waiters"`
 	BlockedThreadSeconds float64 `json:"blocked_thread_seconds"`
 	DumpsSeen            int     `json:"dumps_seen"`
-	// Striped is true when more than one instance had waiters in one dump
-	// and no instance ever had more than one: the load is spread, there is
-	// no hot lock.
+	// Striped is true when more than one instance had waiters in one dump,
+	// no instance ever had more than one, and every such instance had an
+	// owner: the load is spread over locks held by different threads,
+	// there is no hot lock. Waiters on instances nobody holds (a latch per
+	// waiter, a hand-off from a pool) are a queue at the resource instead.
 	Striped bool `json:"striped"`
+	// BlockedShare is the fraction of dumps with a waiter here.
+	BlockedShare float64 `json:"blocked_share"`
+	// Ownerless is true when some instance had waiters and no owner: they
+	// wait for a signal or a hand-off, not behind a holder.
+	Ownerless bool `json:"ownerless"`
+	// WaiterThreads names up to 10 waiters of the dump with the most.
+	WaiterThreads []string `json:"waiter_threads"`
+	// Pool is the thread pool most of that dump's waiters belong to
+	// (PoolName), PoolThreads its size in that dump and PoolWaiting how
+	// many of its threads waited here; OthersRun is what the pool's
+	// threads that were not waiting here ran (their first application
+	// frame), most common first.
+	Pool        string       `json:"pool"`
+	PoolThreads int          `json:"pool_threads"`
+	PoolWaiting int          `json:"pool_waiting"`
+	OthersRun   []FrameCount `json:"others_run"`
+	// Holders are the first application frames the instances' owners (or,
+	// for signal waits, their releasers) ran in that dump.
+	Holders []FrameCount `json:"holders"`
 }
 
 // FrameCount is a frame and the number of samples that showed it.

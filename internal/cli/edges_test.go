@@ -338,7 +338,7 @@ func TestServeByNameSkipsItsOwnAncestors(t *testing.T) {
 }
 
 // A name is escaped once, where it is printed, and the same way in every
-// section: FINDINGS, LOCKS and IDENTICAL STACKS show a thread's name in one
+// section: FINDINGS, LOCK INSTANCES and IDENTICAL STACKS show a thread's name in one
 // quoted form (a tab as \t, an escape as \x1b, a backslash as \\), never
 // escaped twice.
 func TestNamesAreEscapedOnceInEverySection(t *testing.T) {
@@ -368,7 +368,7 @@ func TestNamesAreEscapedOnceInEverySection(t *testing.T) {
 		return rest
 	}
 	findings := section("FINDINGS")
-	locks := section("LOCKS")
+	locks := section("LOCK INSTANCES")
 	stacks := section("IDENTICAL STACKS")
 	wantOwner := `"own\x1b[31mer\\x"`
 	assert.Contains(t, findings, wantOwner, findings)

@@ -232,7 +232,7 @@ func TestAnalyzeJFRGolden(t *testing.T) {
 	top, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(top))
 	assert.Contains(t, string(top), "Type: delay")
-	assert.Regexp(t, `JfrLocks\.(enterMonitor|takeLock|awaitSignal)`, string(top))
+	assert.Regexp(t, `JfrLocks\.(enterMonitor|takeLock|awaitSignal|awaitReply)`, string(top))
 	cmd = exec.Command(goTool, "tool", "pprof", "-sample_index=contentions", "-top", pb)
 	top, err = cmd.CombinedOutput()
 	require.NoError(t, err, string(top))

@@ -132,3 +132,40 @@ func TestHTMLInBrowserHostileNames(t *testing.T) {
 		})
 	}
 }
+
+// The resource and lock tables of real libraries' dumps (the corpus the
+// analysis tests keep under internal/analysis/testdata/corpus, frames of
+// a hundred characters and more) stay inside the page's 1,280 pixels.
+func TestHTMLResourceTablesFitTheWindow(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "analysis", "testdata", "corpus", "*", "dump-*.txt"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no kept corpus dumps under internal/analysis/testdata/corpus")
+	var dumps []*threaddump.Dump
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		ds, err := threaddump.ParseBytes(b)
+		require.NoError(t, err)
+		dumps = append(dumps, ds...)
+	}
+	p := browsertest.Open(t, writeReport(t, []string{"corpus"}, dumps))
+	browsertest.CheckReport(t, p)
+	rows := browsertest.Eval[int](t, p, `document.querySelectorAll('#table-resources tbody tr').length`)
+	assert.Greater(t, rows, 1, "the corpus has several resources")
+	overflow := browsertest.Eval[[]string](t, p, `(() => {
+		const right = document.body.getBoundingClientRect().right;
+		const out = [];
+		for (const id of ['table-resources', 'table-locks']) {
+			const tab = document.getElementById(id);
+			if (!tab) { out.push(id + ' missing'); continue; }
+			const r = tab.getBoundingClientRect().right;
+			if (r > right + 1) out.push(id + ' ends at ' + r + ', the page at ' + right);
+			for (const cell of tab.querySelectorAll('td, th')) {
+				if (cell.scrollWidth > cell.clientWidth + 1) { out.push(id + ': a cell overflows: ' + cell.textContent.slice(0, 60)); break; }
+			}
+		}
+		return out;
+	})()`)
+	assert.Empty(t, overflow)
+	t.Log("screenshot:", p.Screenshot(t, artifacts()))
+}

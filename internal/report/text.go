@@ -105,7 +105,9 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 	}
 	tw.printf("\n")
 
-	tw.printf("LOCKS (threads that wait for another thread: to enter, to re-enter after wait(), or inside work)\n")
+	writeResources(tw, s, top)
+
+	tw.printf("LOCK INSTANCES (threads that wait for another thread: to enter, to re-enter after wait(), or inside work)\n")
 	if len(s.Locks) == 0 {
 		tw.printf("  no thread waited on a lock\n")
 	}
@@ -168,36 +170,6 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 		}
 	}
 	tw.printf("\n")
-
-	// Contention sites matter where a site has several instances: a
-	// striped design, or several hot instances of one class.
-	multi := 0
-	for _, c := range s.ContentionSites {
-		if c.Instances > 1 {
-			multi++
-		}
-	}
-	if multi > 0 {
-		tw.printf("CONTENTION SITES (lock class + wait site, all instances)\n")
-		n := 0
-		for _, c := range s.ContentionSites {
-			if c.Instances < 2 {
-				continue
-			}
-			if n == top {
-				tw.printf("  … %d more\n", multi-top)
-				break
-			}
-			n++
-			verdict := "several contended instances"
-			if c.Striped {
-				verdict = "striped: one waiter per instance, no hot lock"
-			}
-			tw.printf("  %3d waiting  %s %s at %s\n", c.Waiters, c.Kind, T(c.Class), T(c.WaitFrame))
-			tw.printf("               %d instances (up to %d at once), at most %d waiting on one; %s\n", c.Instances, c.PeakInstances, c.MaxInstanceWaiters, verdict)
-		}
-		tw.printf("\n")
-	}
 
 	if len(s.Deadlocks) > 0 {
 		tw.printf("DEADLOCKS\n")
@@ -473,4 +445,54 @@ func kindLabel(l analysis.LockSummary) string {
 		return l.Kind
 	}
 	return l.Kind + " on " + l.Resource
+}
+
+// writeResources prints what the threads wait for: each resource (a class
+// waited for at one call site, over all its instances) with its numbers
+// over the run, the pool its waiters belong to and what holds it.
+func writeResources(tw *textWriter, s *analysis.Summary, top int) {
+	T := Terminal
+	if len(s.ContentionSites) == 0 {
+		return
+	}
+	tw.printf("RESOURCES (what threads wait for: a class at the frame where they call in, over all its instances)\n")
+	for i, c := range s.ContentionSites {
+		if i == top {
+			tw.printf("  … %d more\n", len(s.ContentionSites)-top)
+			break
+		}
+		tw.printf("  %3d waiting  %s %s at %s\n", c.Waiters, c.Kind, T(c.Class), T(c.WaitFrame))
+		if s.Dumps > 1 {
+			tw.printf("               avg %.2f waiters, blocked in %.0f%% of dumps (%d of %d)", c.AvgWaiters, 100*c.BlockedShare, c.DumpsSeen, s.Dumps)
+			if c.BlockedThreadSeconds > 0 {
+				tw.printf(", %.1f thread-seconds", c.BlockedThreadSeconds)
+			}
+			tw.printf("\n")
+		}
+		switch {
+		case c.Instances == 1:
+			tw.printf("               one instance\n")
+		case c.Striped:
+			tw.printf("               %d instances (up to %d at once), at most %d waiting on one; striped: one waiter per instance, each behind its own holder, no hot lock\n", c.Instances, c.PeakInstances, c.MaxInstanceWaiters)
+		default:
+			tw.printf("               %d instances (up to %d at once), at most %d waiting on one; one queue at the resource\n", c.Instances, c.PeakInstances, c.MaxInstanceWaiters)
+		}
+		if c.Pool != "" && c.PoolThreads > 1 {
+			tw.printf("               %d of %d %s threads wait here", c.PoolWaiting, c.PoolThreads, T(c.Pool))
+			if len(c.OthersRun) > 0 {
+				tw.printf("; others work in %s", T(c.OthersRun[0].Frame))
+			}
+			tw.printf("\n")
+		}
+		if len(c.Holders) > 0 {
+			who := "holders run"
+			if c.Ownerless {
+				who = "nobody holds it; the thread they wait for runs"
+			}
+			tw.printf("               %s %s\n", who, T(c.Holders[0].Frame))
+		} else if c.Ownerless {
+			tw.printf("               nobody holds it: they wait for a signal or a hand-off\n")
+		}
+	}
+	tw.printf("\n")
 }

@@ -36,6 +36,11 @@ type JFROptions struct {
 	MaxSpan time.Duration
 	// MaxChunkSize bounds one chunk in memory (see jfr.Options).
 	MaxChunkSize int64
+	// Program is the organization of the program's own code
+	// (threaddump.Dump.ProgramOrganization) when a dump of the JVM told
+	// it; "" when unknown. The reader also learns it from the recording's
+	// own thread dumps and from the stacks of its "main" thread.
+	Program string
 }
 
 // JFRReader turns a JFR recording into Snapshots, streaming: it holds one
@@ -68,6 +73,10 @@ type JFRReader struct {
 	Idle int
 	// Dumps counts the jdk.ThreadDump events turned into dumps.
 	Dumps int
+
+	// program is the program's organization for the wait rule, "?" until
+	// known.
+	program string
 }
 
 // NewJFRReader reads the recording in r; source names it in messages.
@@ -78,11 +87,16 @@ func NewJFRReader(r io.Reader, source string, opts JFROptions) *JFRReader {
 	if opts.MaxSpan <= 0 {
 		opts.MaxSpan = time.Second
 	}
+	program := opts.Program
+	if program == "" {
+		program = "?"
+	}
 	return &JFRReader{
-		r:      jfr.NewReader(r, jfr.Options{EventTypes: JFREventTypes, MaxChunkSize: opts.MaxChunkSize}),
-		opts:   opts,
-		source: source,
-		chunk:  -1,
+		r:       jfr.NewReader(r, jfr.Options{EventTypes: JFREventTypes, MaxChunkSize: opts.MaxChunkSize}),
+		opts:    opts,
+		source:  source,
+		chunk:   -1,
+		program: program,
 	}
 }
 
@@ -182,6 +196,9 @@ func (j *JFRReader) dump(ev *jfr.Event) *Snapshot {
 	if d.Time.IsZero() {
 		d.Time = ev.Start
 	}
+	if p := d.ProgramOrganization(); p != "?" {
+		j.program = p
+	}
 	j.Dumps++
 	// The dump keeps its own time; the snapshot's never goes back, for
 	// the Aggregator's clock.
@@ -199,6 +216,15 @@ func (j *JFRReader) wait(ev *jfr.Event) (WaitEvent, bool) {
 		w.Thread, w.JavaThreadID, w.OSThreadID = t.Name(), t.JavaThreadID, t.OSThreadID
 	}
 	w.Stack = j.frames(ev.Stack)
+	if j.program == "?" && w.Thread == "main" {
+		// The main thread's outermost program frame is the main class.
+		for i := len(w.Stack) - 1; i >= 0; i-- {
+			if f := w.Stack[i]; f.Method == "main" && !threaddump.IsJDKClass(f.Class) {
+				j.program = threaddump.Organization(f.Class)
+				break
+			}
+		}
+	}
 	switch ev.Type {
 	case "jdk.JavaMonitorEnter":
 		m, _ := ev.MonitorEnter()
@@ -206,7 +232,7 @@ func (j *JFRReader) wait(ev *jfr.Event) (WaitEvent, bool) {
 		w.Other = m.PreviousOwner.Name()
 	case "jdk.JavaMonitorWait":
 		m, _ := ev.MonitorWait()
-		if j.idle(w.Stack) {
+		if j.idle(w.Stack, className(m.MonitorClass), false) {
 			return w, false
 		}
 		w.Kind = string(threaddump.ObjectWaitKind(w.Stack))
@@ -222,7 +248,7 @@ func (j *JFRReader) wait(ev *jfr.Event) (WaitEvent, bool) {
 		}
 		w.Class, w.Address = p.ParkedClass.Name, p.Address
 		w.Kind = string(threaddump.ParkKind(w.Class, w.Stack))
-		if w.Kind != string(threaddump.WaitSynchronizer) && j.idle(w.Stack) {
+		if w.Kind != string(threaddump.WaitSynchronizer) && j.idle(w.Stack, w.Class, true) {
 			return w, false
 		}
 		if p.Timeout > 0 && p.Timeout < time.Duration(1<<62) {
@@ -243,9 +269,17 @@ func (j *JFRReader) wait(ev *jfr.Event) (WaitEvent, bool) {
 	return w, true
 }
 
-// idle applies the dumps' idle rule where the stack is there to apply it.
-func (j *JFRReader) idle(stack []threaddump.Frame) bool {
-	if len(stack) == 0 || !threaddump.IdleStack(stack) {
+// idle applies the dumps' wait rule where the stack is there to apply it:
+// to a park on a blocker of class, or a wait() on a monitor of class.
+func (j *JFRReader) idle(stack []threaddump.Frame, class string, park bool) bool {
+	if len(stack) == 0 {
+		return false
+	}
+	r := threaddump.ApplyMonitorWaitRule(stack, 0, j.program, class)
+	if park {
+		r = threaddump.ApplyParkRule(stack, 0, j.program, class)
+	}
+	if !r.Idle {
 		return false
 	}
 	j.Idle++

@@ -108,6 +108,9 @@ type Sampler struct {
 	tickSyncTime time.Duration
 	// jfr is the run's Flight Recorder recording (jfrlive.go).
 	jfr jfrLive
+	// program is the organization of the target's own code, from its
+	// latest dump that had a main thread ("" until one did).
+	program string
 	// libjvm is a JVM's first mapping of libjvm.so (Path "": none).
 	libjvm procfs.Mapping
 	// early is the dump the ctprof binary asked for while it started
@@ -422,6 +425,9 @@ func (s *Sampler) useDump(ctx context.Context, snap *Snapshot, res *jvm.DumpResu
 		snap.Dump = d[len(d)-1]
 		snap.DumpText = res.Text
 		s.noteDumpThreads(snap.Dump)
+		if p := snap.Dump.ProgramOrganization(); p != "?" {
+			s.program = p // the JFR reader's wait rule needs it
+		}
 	}
 	snap.DumpCost = &DumpCost{Method: res.Method, Wall: res.Wall, Pause: res.Pause, Early: early}
 	if res.Fallback != "" {

@@ -17,6 +17,11 @@ const (
 	// KindSynchronizer is a java.util.concurrent ownable synchronizer or
 	// other park blocker (ReentrantLock, ReentrantReadWriteLock, ...).
 	KindSynchronizer LockKind = "synchronizer"
+	// KindPark is a park with no blocker object (LockSupport.parkNanos in
+	// a loop, as a ring buffer's producer waits for a free slot): the
+	// dump names no object, so the code that parked stands for it, with
+	// the address "park:<Class.method>".
+	KindPark LockKind = "park"
 )
 
 // LockInfo is what one dump says about one lock: who owns it, who queues on
@@ -53,6 +58,10 @@ type Waiter struct {
 	Kind   WaitKind
 	// Frame is the index of the frame where the thread waits.
 	Frame int
+	// Rule is the wait rule's verdict on a wait for a signal or a park on
+	// a synchronizer (ApplyWaitRule); zero for a monitor entry, which is
+	// always contention.
+	Rule WaitRule
 }
 
 // isCondition tells a condition queue (waiting for a signal) from a lock
@@ -74,6 +83,24 @@ func isLockBlocker(class string) bool {
 	}
 	return strings.HasSuffix(class, "Sync") || strings.Contains(class, "Lock") ||
 		strings.Contains(class, "Semaphore")
+}
+
+// ParkedWithoutBlocker reports a thread parked by LockSupport with no
+// blocker object: the dump prints no "parking to wait for" line.
+func (t *Thread) ParkedWithoutBlocker() bool {
+	if t.State != StateWaiting && t.State != StateTimedWaiting || len(t.Frames) == 0 {
+		return false
+	}
+	f := t.Frames[0]
+	if f.Method != "park" || f.Class != "jdk.internal.misc.Unsafe" && f.Class != "sun.misc.Unsafe" {
+		return false
+	}
+	for _, ev := range t.Locks {
+		if ev.Action == LockParking {
+			return false
+		}
+	}
+	return true
 }
 
 // Holds reports the locks t owns. A monitor the thread entered but then
@@ -213,7 +240,10 @@ func (d *Dump) Locks() []*LockInfo {
 	// working marks the threads neither queued on a lock nor waiting for
 	// a signal: the candidates of releaser.
 	working := make([]bool, len(threads))
-	signal := signalWaits{}
+	signal := signalWaits{program: d.ProgramOrganization()}
+	// parked holds the parks with no blocker inside work, by call site.
+	var parked map[string][]Waiter
+	parked = map[string][]Waiter{}
 	for ti, t := range threads {
 		blocked, isBlocked := t.BlockedOn()
 		if isBlocked {
@@ -223,10 +253,35 @@ func (d *Dump) Locks() []*LockInfo {
 			}
 			i := get(blocked.Lock, kind) // may grow entries: index it after
 			li := entries[i].li
-			li.Waiters = append(li.Waiters, Waiter{Thread: t, Action: blocked.Action, Kind: blockedKind(blocked), Frame: blocked.Frame})
+			w := Waiter{Thread: t, Action: blocked.Action, Kind: blockedKind(blocked), Frame: blocked.Frame}
+			if blocked.Action == LockParking {
+				// The rule's call site names where the thread's code asks
+				// for the lock. A semaphore has permits, not an owner: a
+				// park on one is contention unless the rule finds the run
+				// loop's own wait for work (a server's reserved threads)
+				// and the thread holds nothing. A park on a lock that has
+				// an owner (ReentrantLock, ReentrantReadWriteLock) always
+				// queues.
+				_, w.Rule = signal.of(t, blocked)
+			}
+			if blocked.Action == LockParking && strings.Contains(blocked.Lock.Class, "Semaphore") {
+				if w.Rule.Idle && !holdsOther(t, blocked.Lock.Address) {
+					li.Waiting = append(li.Waiting, w)
+					continue
+				}
+			}
+			li.Waiters = append(li.Waiters, w)
 		}
 		ev, waits := t.WaitsOn()
 		working[ti] = !isBlocked && !waits
+		if !isBlocked && !waits && t.ParkedWithoutBlocker() {
+			working[ti] = false
+			_, rule := signal.of(t, LockEvent{Action: LockParking})
+			if !rule.Idle {
+				site := rule.CallSite.Function()
+				parked[site] = append(parked[site], Waiter{Thread: t, Action: LockParking, Kind: WaitCondition, Frame: 0, Rule: rule})
+			}
+		}
 		if waits {
 			kind := KindMonitor
 			if ev.Action == LockParking {
@@ -235,18 +290,32 @@ func (d *Dump) Locks() []*LockInfo {
 			i := get(ev.Lock, kind)
 			e := &entries[i]
 			li := e.li
-			waitKind, idle := signal.of(t, ev)
-			w := Waiter{Thread: t, Action: ev.Action, Kind: waitKind, Frame: ev.Frame}
+			waitKind, rule := signal.of(t, ev)
+			w := Waiter{Thread: t, Action: ev.Action, Kind: waitKind, Frame: ev.Frame, Rule: rule}
 			switch {
 			case holdsOther(t, ev.Lock.Address):
 				// Whoever needs what it holds waits too.
 				li.Waiters = append(li.Waiters, w)
-			case idle:
+			case rule.Idle:
 				li.Waiting = append(li.Waiting, w)
 			default:
+				// Called from inside work: contention by default. The
+				// releaser below names who the waiters wait for.
 				e.signals = append(e.signals, w)
 			}
 		}
+	}
+	// LockSupport.park with no blocker names nothing waited for but the
+	// code that parked. One thread parked at a call site is a pause (a
+	// frame limiter's parkNanos); two or more at once queue for the same
+	// thing (a ring buffer's producers waiting for a free slot), and the
+	// call site stands for the lock.
+	for site, ws := range parked {
+		if len(ws) < 2 {
+			continue
+		}
+		i := get(Lock{Address: "park:" + site, Class: ws[0].Rule.CallSite.Class}, KindPark)
+		entries[i].li.Waiters = append(entries[i].li.Waiters, ws...)
 	}
 	// Owners: a monitor's owner entered it ("- locked") and is not inside
 	// wait() on it; a synchronizer's owner lists it among its ownable
@@ -317,14 +386,10 @@ func (d *Dump) Locks() []*LockInfo {
 		li, ws := entries[i].li, entries[i].signals
 		li.ReleaserFrame = -1
 		if len(ws) > 0 || li.Owner == nil {
-			r, f, evidence := releaser(li, ws, work, instances)
+			r, f, _ := releaser(li, ws, work, instances)
 			// ws is this lock's own: it becomes the list when there is
 			// none yet, not copied.
-			if evidence {
-				li.Waiters = appendOrTake(li.Waiters, ws)
-			} else {
-				li.Waiting = appendOrTake(li.Waiting, ws)
-			}
+			li.Waiters = appendOrTake(li.Waiters, ws)
 			if li.Owner == nil {
 				li.Releaser, li.ReleaserFrame = r, f
 			}
@@ -420,7 +485,11 @@ func hexAddress(s string) (uint64, bool) {
 // more must add it to the key). Threads with one stack share one Frames
 // slice (see Thread.Frames), and a pool of a thousand idle workers then
 // costs one look at their frames, not a thousand.
-type signalWaits map[signalWaitKey]signalWait
+type signalWaits struct {
+	// program is the dump's ProgramOrganization, read by the rule.
+	program string
+	m       map[signalWaitKey]signalWait
+}
 
 type signalWaitKey struct {
 	stack  stackRef
@@ -431,21 +500,34 @@ type signalWaitKey struct {
 type signalWait struct {
 	class string
 	kind  WaitKind
-	idle  bool
+	rule  WaitRule
 }
 
-// of returns signalKind(t, ev) and idleWait(t, ev).
-func (c signalWaits) of(t *Thread, ev LockEvent) (WaitKind, bool) {
+// of returns signalKind(t, ev) and the wait rule's verdict.
+func (c *signalWaits) of(t *Thread, ev LockEvent) (WaitKind, WaitRule) {
 	if len(t.Frames) == 0 {
-		return signalKind(t, ev), idleWait(t, ev)
+		return signalKind(t, ev), c.rule(t, ev)
 	}
 	k := signalWaitKey{refOf(t.Frames), ev.Frame, ev.Action}
-	v, ok := c[k]
+	v, ok := c.m[k]
 	if !ok || v.class != ev.Lock.Class {
-		v = signalWait{ev.Lock.Class, signalKind(t, ev), idleWait(t, ev)}
-		c[k] = v
+		v = signalWait{ev.Lock.Class, signalKind(t, ev), c.rule(t, ev)}
+		if c.m == nil {
+			c.m = map[signalWaitKey]signalWait{}
+		}
+		c.m[k] = v
 	}
-	return v.kind, v.idle
+	return v.kind, v.rule
+}
+
+// rule applies the wait rule to a wait: a park's blocker class is part
+// of its machinery (ApplyParkRule), a monitor's object is not (its own
+// methods are the code that takes it).
+func (c *signalWaits) rule(t *Thread, ev LockEvent) WaitRule {
+	if ev.Action == LockParking {
+		return ApplyParkRule(t.Frames, ev.Frame, c.program, ev.Lock.Class)
+	}
+	return ApplyMonitorWaitRule(t.Frames, ev.Frame, c.program, ev.Lock.Class)
 }
 
 // stackRef identifies a Frames slice by its memory: equal refs are equal

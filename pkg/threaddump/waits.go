@@ -114,79 +114,6 @@ func joinsThread(t *Thread, from int) bool {
 	return false
 }
 
-// idleWait reports whether a wait for a signal is, by its frames, a
-// worker idle between tasks. The frames from the wait down to the first
-// frame of the program say what the thread waits for: a queue's take or
-// poll, an executor's getTask, a fork-join pool's awaitWork, a timer's or
-// the reference handler's loop, or a program method that fetches work
-// (takeTask, pollJob, awaitWork, idle...).
-//
-// The rest of the rule is in Locks: a thread that holds a lock while it
-// waits is never idle (whoever needs that lock waits too); any other wait
-// for a signal is contention only when a thread works in the same code
-// without waiting (releaser), the one the waiters wait for. A thread
-// waiting alone on an object nobody works with is idle.
-func idleWait(t *Thread, ev LockEvent) bool {
-	for i := max(ev.Frame, 0); i < len(t.Frames); i++ {
-		f := t.Frames[i]
-		if idleFrame(f) {
-			return true
-		}
-		if !IsJDKClass(f.Class) {
-			return fetchesWork(f.Method)
-		}
-	}
-	return len(t.Frames) > 0 // only JDK frames: a JDK service thread
-}
-
-// idleFrame matches the JDK (and common framework) frames where a worker
-// waits for its next task.
-func idleFrame(f Frame) bool {
-	m := f.Method
-	switch m {
-	case "getTask", "awaitWork", "mainLoop", "waitForReferencePendingList":
-		return true
-	}
-	c := f.Class
-	if strings.Contains(c, "Queue") || strings.Contains(c, "Deque") || strings.Contains(c, "TransferStack") {
-		// take and poll wait for an element; put and offer on a full
-		// bounded queue are back-pressure, which is a wait inside work.
-		for _, p := range []string{"take", "poll", "transfer", "xfer", "awaitMatch", "awaitFulfill", "remove", "next"} {
-			if strings.HasPrefix(m, p) {
-				return true
-			}
-		}
-	}
-	if strings.HasSuffix(c, "ForkJoinPool") {
-		// java.util.concurrent's and the copies in Scala and others: an
-		// idle worker scans for work, then parks.
-		switch m {
-		case "runWorker", "scan", "awaitWork", "idleAwaitWork", "tryAwaitWork":
-			return true
-		}
-	}
-	return c == "jdk.internal.ref.CleanerImpl"
-}
-
-// fetchesWork reports a program method that, by its name, waits for work
-// (takeTask, pollJob, nextTask, awaitWork, waitForTask, getJob, ...).
-func fetchesWork(method string) bool {
-	m := strings.ToLower(method)
-	for _, p := range []string{"take", "poll", "fetch", "dequeue", "idle", "getnext", "waitget", "receive", "awaitnext"} {
-		if strings.HasPrefix(m, p) {
-			return true
-		}
-	}
-	if strings.Contains(m, "task") || strings.Contains(m, "work") || strings.Contains(m, "job") {
-		for _, p := range []string{"await", "wait", "get", "next", "idle"} {
-			if strings.HasPrefix(m, p) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // holdsOther reports whether t holds a lock other than addr.
 func holdsOther(t *Thread, addr string) bool {
 	for _, l := range t.Holds() {
@@ -240,8 +167,3 @@ func ParkKind(class string, frames []Frame) WaitKind {
 func ObjectWaitKind(frames []Frame) WaitKind {
 	return signalKind(&Thread{Frames: frames}, LockEvent{Action: LockWaitingOn})
 }
-
-// IdleStack reports whether a thread waiting for a signal with the given
-// stack (top first) is, by its frames alone, a worker idle between tasks:
-// the frame part of the rule Locks applies (idleWait).
-func IdleStack(frames []Frame) bool { return idleWait(&Thread{Frames: frames}, LockEvent{}) }

@@ -1,38 +1,140 @@
 package threaddump
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 )
 
-func TestIdleFrames(t *testing.T) {
-	for _, tc := range []struct {
-		class, method string
-		idle          bool
-	}{
-		{"java.util.concurrent.LinkedBlockingQueue", "take", true},
-		{"java.util.concurrent.ArrayBlockingQueue", "poll", true},
-		{"java.util.concurrent.ArrayBlockingQueue", "put", false}, // back-pressure is a wait inside work
-		{"java.util.concurrent.ThreadPoolExecutor", "getTask", true},
-		{"java.util.concurrent.ForkJoinPool", "awaitWork", true},
-		{"scala.concurrent.forkjoin.ForkJoinPool", "scan", true},
-		{"java.util.TimerThread", "mainLoop", true},
-		{"java.lang.ref.ReferenceQueue", "remove", true},
-		{"org.apache.tomcat.util.threads.TaskQueue", "take", true},
-		{"org.apache.derby.impl.store.raw.log.LogToFile", "flush", false},
-	} {
-		assert.Equal(t, tc.idle, idleFrame(Frame{Class: tc.class, Method: tc.method}), "%s.%s", tc.class, tc.method)
+// stack builds frames (top first) from "Class.method" strings.
+func stack(fs ...string) []Frame {
+	out := make([]Frame, len(fs))
+	for i, f := range fs {
+		k := strings.LastIndexByte(f, '.')
+		out[i] = Frame{Class: f[:k], Method: f[k+1:]}
+	}
+	return out
+}
+
+// The wait rule on stacks as real libraries print them (top first). The
+// table holds libraries the rule was written on and others it was not
+// (marked "unseen"): the rule reads the stack's shape, never these names.
+func TestWaitRule(t *testing.T) {
+	park := []string{"jdk.internal.misc.Unsafe.park", "java.util.concurrent.locks.LockSupport.park"}
+	cond := append(park, "java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject.await")
+	with := func(top []string, rest ...string) []Frame {
+		return stack(append(append([]string{}, top...), rest...)...)
 	}
 	for _, tc := range []struct {
-		method string
-		idle   bool
+		name     string
+		frames   []Frame
+		program  string
+		idle     bool
+		callSite string
 	}{
-		{"takeTask", true}, {"pollJob", true}, {"idle", true}, {"getNextEvent", true}, {"waitForTask", true},
-		{"awaitWork", true}, {"nextJob", true},
-		{"commit", false}, {"waitForThisToEnd", false}, {"flush", false}, {"awaitEnd", false},
+		{"executor worker in getTask", with(cond, "java.util.concurrent.LinkedBlockingQueue.take",
+			"java.util.concurrent.ThreadPoolExecutor.getTask", "java.util.concurrent.ThreadPoolExecutor.runWorker",
+			"java.util.concurrent.ThreadPoolExecutor$Worker.run", "java.lang.Thread.run"), "com.acme", true, ""},
+		{"fork-join awaitWork", with(park, "java.util.concurrent.ForkJoinPool.awaitWork",
+			"java.util.concurrent.ForkJoinPool.runWorker", "java.util.concurrent.ForkJoinWorkerThread.run"), "com.acme", true, ""},
+		{"timer", stack("java.lang.Object.wait", "java.util.TimerThread.mainLoop", "java.util.TimerThread.run"), "com.acme", true, ""},
+		{"finalizer", stack("java.lang.Object.wait", "java.lang.ref.ReferenceQueue.remove",
+			"java.lang.ref.Finalizer$FinalizerThread.run"), "?", true, ""},
+		{"jetty pool thread waits for a job", with(cond, "org.eclipse.jetty.util.BlockingArrayQueue.poll",
+			"org.eclipse.jetty.util.thread.QueuedThreadPool$Runner.idleJobPoll",
+			"org.eclipse.jetty.util.thread.QueuedThreadPool$Runner.run", "java.lang.Thread.run"), "com.acme", true,
+			"org.eclipse.jetty.util.thread.QueuedThreadPool$Runner.idleJobPoll"},
+		{"jetty reserved thread on a semaphore", with(park, "java.util.concurrent.locks.AbstractQueuedSynchronizer.tryAcquireSharedNanos",
+			"java.util.concurrent.Semaphore.tryAcquire",
+			"org.eclipse.jetty.util.thread.ReservedThreadExecutor$ReservedThread.reservedWait",
+			"org.eclipse.jetty.util.thread.ReservedThreadExecutor$ReservedThread.run",
+			"org.eclipse.jetty.util.thread.QueuedThreadPool.runJob",
+			"org.eclipse.jetty.util.thread.QueuedThreadPool$Runner.run", "java.lang.Thread.run"), "com.acme", true,
+			"org.eclipse.jetty.util.thread.ReservedThreadExecutor$ReservedThread.reservedWait"},
+		{"unseen: netty executor in takeTask", with(cond, "java.util.concurrent.LinkedBlockingQueue.take",
+			"io.netty.util.concurrent.SingleThreadEventExecutor.takeTask", "io.netty.util.concurrent.DefaultEventExecutor.run",
+			"io.netty.util.concurrent.SingleThreadEventExecutor$4.run", "io.netty.util.internal.ThreadExecutorMap$2.run",
+			"io.netty.util.concurrent.FastThreadLocalRunnable.run", "java.lang.Thread.run"), "com.acme", true,
+			"io.netty.util.concurrent.SingleThreadEventExecutor.takeTask"},
+		{"unseen: disruptor consumer waits for the next event", with(cond,
+			"com.lmax.disruptor.BlockingWaitStrategy.waitFor", "com.lmax.disruptor.ProcessingSequenceBarrier.waitFor",
+			"com.lmax.disruptor.BatchEventProcessor.processEvents", "com.lmax.disruptor.BatchEventProcessor.run",
+			"java.lang.Thread.run"), "com.acme", true, "com.lmax.disruptor.BatchEventProcessor.processEvents"},
+		{"program's consumer loop takes from a queue", with(cond, "java.util.concurrent.LinkedBlockingQueue.take",
+			"com.acme.Consumer.run", "java.lang.Thread.run"), "com.acme", true, "com.acme.Consumer.run"},
+		{"exhausted connection pool", with(park, "java.util.concurrent.SynchronousQueue$TransferStack.transfer",
+			"java.util.concurrent.SynchronousQueue.poll", "com.zaxxer.hikari.util.ConcurrentBag.borrow",
+			"com.zaxxer.hikari.pool.HikariPool.getConnection", "com.zaxxer.hikari.HikariDataSource.getConnection",
+			"com.acme.Worker.work", "com.acme.Worker.run", "java.lang.Thread.run"), "com.acme", false,
+			"com.zaxxer.hikari.util.ConcurrentBag.borrow"},
+		{"latch inside a task of an executor", with(park, "java.util.concurrent.CountDownLatch.await",
+			"com.acme.Task.run", "java.util.concurrent.ThreadPoolExecutor.runWorker",
+			"java.util.concurrent.ThreadPoolExecutor$Worker.run", "java.lang.Thread.run"), "com.acme", false, "com.acme.Task.run"},
+		{"future inside the program's own work", with(park, "java.util.concurrent.FutureTask.get",
+			"com.acme.Service.awaitResult", "com.acme.Service.process", "com.acme.Service$Worker.run",
+			"java.lang.Thread.run"), "com.acme", false, "com.acme.Service.awaitResult"},
+		{"unseen: guava cache load of another thread", with(park, "com.google.common.util.concurrent.AbstractFuture.get",
+			"com.google.common.util.concurrent.Uninterruptibles.getUninterruptibly",
+			"com.google.common.cache.LocalCache$LoadingValueReference.waitForValue",
+			"com.google.common.cache.LocalCache$Segment.waitForLoadingValue", "com.google.common.cache.LocalCache.get",
+			"Reader.run", "java.lang.Thread.run"), "", false, "com.google.common.util.concurrent.Uninterruptibles.getUninterruptibly"},
+		{"unseen: commons-pool borrow", with(cond, "org.apache.commons.pool2.impl.LinkedBlockingDeque.takeFirst",
+			"org.apache.commons.pool2.impl.GenericObjectPool.borrowObject", "Borrower.lambda$main$0", "java.lang.Thread.run"),
+			"", false, "org.apache.commons.pool2.impl.GenericObjectPool.borrowObject"},
+		{"a library's thread waits in the program's callback", with(park, "java.util.concurrent.CountDownLatch.await",
+			"com.acme.Handler.onEvent", "com.lmax.disruptor.BatchEventProcessor.processEvents",
+			"com.lmax.disruptor.BatchEventProcessor.run", "java.lang.Thread.run"), "com.acme", false, "com.acme.Handler.onEvent"},
 	} {
-		assert.Equal(t, tc.idle, fetchesWork(tc.method), tc.method)
+		t.Run(tc.name, func(t *testing.T) {
+			r := ApplyWaitRule(tc.frames, 0, tc.program)
+			assert.Equal(t, tc.idle, r.Idle, r.Reason())
+			if tc.callSite != "" {
+				assert.Equal(t, tc.callSite, r.CallSite.Function())
+			}
+			assert.NotEmpty(t, r.Reason())
+		})
+	}
+}
+
+// Object.wait() on a structure's own monitor: the structure's class is
+// machinery for the verdict (a library's buffer under the JDK's executor),
+// while the call site still names its method.
+func TestMonitorWaitRule(t *testing.T) {
+	for _, tc := range []struct {
+		name, object string
+		frames       []Frame
+		idle         bool
+		callSite     string
+	}{
+		{"unseen: Liberty's executor waits in its bounded buffer", "com.ibm.ws.threading.internal.BoundedBuffer$GetQueueLock",
+			stack("java.lang.Object.wait", "com.ibm.ws.threading.internal.BoundedBuffer.waitGet_",
+				"com.ibm.ws.threading.internal.BoundedBuffer.take", "java.util.concurrent.ThreadPoolExecutor.getTask",
+				"java.util.concurrent.ThreadPoolExecutor.runWorker", "java.util.concurrent.ThreadPoolExecutor$Worker.run",
+				"java.lang.Thread.runWith", "java.lang.Thread.run"), true, "com.ibm.ws.threading.internal.BoundedBuffer.waitGet_"},
+		{"group commit: writers wait in the log's flush", "org.apache.derby.impl.store.raw.log.LogToFile",
+			stack("java.lang.Object.wait", "org.apache.derby.impl.store.raw.log.LogToFile.flush",
+				"org.apache.derby.impl.store.raw.log.FileLogger.flush", "org.apache.derby.impl.store.raw.xact.Xact.commit",
+				"Writer.write", "Writer.lambda$main$0", "java.lang.Thread.run"), false, "org.apache.derby.impl.store.raw.log.LogToFile.flush"},
+		{"the program's own structure: writers wait in its commit", "GroupCommit$Log",
+			stack("java.lang.Object.wait", "GroupCommit$Log.commit", "GroupCommit.lambda$main$1", "GroupCommit$$Lambda/0x1.run",
+				"java.lang.Thread.run"), false, "GroupCommit$Log.commit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ApplyMonitorWaitRule(tc.frames, 0, "", tc.object)
+			assert.Equal(t, tc.idle, r.Idle, r.Reason())
+			assert.Equal(t, tc.callSite, r.CallSite.Function())
+		})
+	}
+}
+
+func TestOrganization(t *testing.T) {
+	for class, want := range map[string]string{
+		"java.util.concurrent.ThreadPoolExecutor": "jdk", "sun.nio.ch.EPoll": "jdk", "jdk.internal.misc.Unsafe": "jdk",
+		"org.eclipse.jetty.util.thread.QueuedThreadPool": "org.eclipse", "com.zaxxer.hikari.pool.HikariPool": "com.zaxxer",
+		"Main": "", "app.Main": "app",
+	} {
+		assert.Equal(t, want, Organization(class), class)
 	}
 }
 

@@ -13,9 +13,10 @@ import java.util.concurrent.locks.ReentrantLock;
 // ReentrantLock JfrLocks.LOCK, holding it ~2 ms (jdk.ThreadPark, parked class
 // ReentrantLock$NonfairSync).
 //
-// A "waiter" thread loops in JfrLocks.awaitSignal(), calling wait() on the
-// one JfrLocks$Signal until a "notifier" thread calls notify() about every
-// 5 ms (jdk.JavaMonitorWait with the notifier as notifier thread).
+// A "waiter" thread loops in JfrLocks.awaitSignal(), whose every step
+// (awaitReply) calls wait() on the one JfrLocks$Signal until a "notifier"
+// thread calls notify() about every 5 ms (jdk.JavaMonitorWait
+// with the notifier as notifier thread).
 //
 // Every 100 ms the main thread prints "WAITED <epoch millis> <total ns>": the
 // thread-nanoseconds spent waiting to enter the monitor so far.
@@ -65,18 +66,25 @@ public class JfrLocks {
     }
 
     static void awaitSignal() {
-        while (true) {
-            synchronized (SIGNAL) {
-                while (!signalled) {
-                    try {
-                        SIGNAL.wait();
-                    } catch (InterruptedException e) {
-                        return;
-                    }
-                }
-                signalled = false;
-            }
+        while (awaitReply()) {
         }
+    }
+
+    // One unit of the waiter's work: it cannot go on until the notifier
+    // replies, so the wait is inside work (contention by ctprof's wait
+    // rule), not the loop's own wait for its next task.
+    static boolean awaitReply() {
+        synchronized (SIGNAL) {
+            while (!signalled) {
+                try {
+                    SIGNAL.wait();
+                } catch (InterruptedException e) {
+                    return false;
+                }
+            }
+            signalled = false;
+        }
+        return true;
     }
 
     static void sendSignals() {

@@ -1,0 +1,259 @@
+package threaddump
+
+import "strings"
+
+// The wait rule: idle by rule, contention by default.
+//
+// A wait is idle when no frame of work lies between the thread's run loop
+// and the wait: below the waiting machinery, every frame down to the
+// thread's start was written by the same organization as the run loop (the
+// thread's outermost frame), so the loop is asking for its next unit of
+// work and is not running one. In the program's own code, where one
+// organization writes both the loop and the work, the run loop must call
+// the wait itself. Any other wait is called from inside work and is
+// contention, whatever its classes are called.
+//
+// The rule reads three things of a stack, each defined by the data below
+// and nothing else: which frames are the waiting machinery (the top of the
+// stack), which are thread-start plumbing (the bottom), and which
+// organization wrote a frame.
+
+// WaitRule is the verdict of the rule on one wait, with the frames it
+// rests on, so a report can say why.
+type WaitRule struct {
+	Idle bool
+	// CallSite is the first frame below the waiting machinery: where the
+	// waiting thread's own code calls into it. Empty when every frame is
+	// machinery or plumbing (a JDK service thread, a JDK pool's worker).
+	CallSite Frame
+	// Loop is the thread's outermost frame above its start plumbing: its
+	// run loop. Empty when the stack has none.
+	Loop Frame
+	// Work, for a wait called from inside work, is the frame of work
+	// between the loop and the wait that decided it (the outermost frame
+	// of another organization than the loop's, or, in the program's own
+	// code, the first frame between the loop and the call site).
+	Work Frame
+}
+
+// Reason says in a sentence why the wait was classed so.
+func (r WaitRule) Reason() string {
+	switch {
+	case r.Idle && r.Loop.Class == "":
+		return "waits in the JDK's own machinery with no program frame: a JDK service or pool thread waiting for work"
+	case r.Idle:
+		return "at the top of its run loop " + r.Loop.Function() + ": no frame of work between the loop and the wait"
+	case r.Work.Class != "":
+		return "waits inside work: " + r.Work.Function() + " runs between its loop " + r.Loop.Function() + " and the wait"
+	}
+	return "waits inside work"
+}
+
+// waitMachineryTypes are the simple-name endings of concurrency types
+// outside the JDK that a thread waits inside (a library's own queue,
+// future or latch): like the JDK's, they say how the thread waits, not
+// where in the program.
+var waitMachineryTypes = []string{
+	"Queue", "Deque", "Future", "Promise", "Latch", "Semaphore", "Barrier",
+	"Condition", "Exchanger", "Phaser", "WaitStrategy",
+}
+
+// jdkPackages are the JDK's own packages: one organization.
+var jdkPackages = []string{"java.", "javax.", "jdk.", "sun.", "com.sun."}
+
+// startPlumbingPackages hold the frames that start a thread or mount a
+// virtual one (Thread.run, Thread.runWith, VirtualThread.run,
+// Continuation.enter, InnocuousThread.run, a Finalizer's thread), and the
+// JVM's bridges to lambdas and method references ("$$Lambda" classes):
+// they are below every run loop and say nothing of it.
+var startPlumbingPackages = []string{"java.lang.", "jdk.internal."}
+
+// isMachinery reports a frame of the waiting machinery: the JDK's, or a
+// concurrency type of a library.
+func isMachinery(f Frame) bool {
+	if IsJDKClass(f.Class) {
+		return true
+	}
+	name := outerSimpleName(f.Class)
+	for _, s := range waitMachineryTypes {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// isStartPlumbing reports a frame that starts the thread (bottom of the
+// stack) rather than a run loop.
+func isStartPlumbing(f Frame) bool {
+	if strings.Contains(f.Class, "$$Lambda") {
+		return true // the JVM's bridge to a lambda or method reference
+	}
+	for _, p := range startPlumbingPackages {
+		if strings.HasPrefix(f.Class, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Organization names who wrote a class: "jdk" for the JDK, else its first
+// two package names ("org.apache", "io.netty", "com.zaxxer"), or its only
+// one, or "" for the default package.
+func Organization(class string) string {
+	for _, p := range jdkPackages {
+		if strings.HasPrefix(class, p) {
+			return "jdk"
+		}
+	}
+	first := strings.IndexByte(class, '.')
+	if first < 0 {
+		return ""
+	}
+	second := strings.IndexByte(class[first+1:], '.')
+	if second < 0 {
+		return class[:first]
+	}
+	return class[:first+1+second]
+}
+
+// outerSimpleName is a class's simple name without its nested parts:
+// "org.x.BlockingArrayQueue$Node" is "BlockingArrayQueue".
+func outerSimpleName(class string) string {
+	if i := strings.LastIndexByte(class, '.'); i >= 0 {
+		class = class[i+1:]
+	}
+	if i := strings.IndexByte(class, '$'); i >= 0 {
+		class = class[:i]
+	}
+	return class
+}
+
+// ApplyWaitRule classes the wait of a thread whose stack is frames (top
+// first) and whose wait is at frame from (0 when unknown). program is the
+// organization of the program's own code (ProgramOrganization), or "?"
+// when the dump does not tell.
+func ApplyWaitRule(frames []Frame, from int, program string) WaitRule {
+	return applyWaitRule(frames, from, program, "", "")
+}
+
+// ApplyMonitorWaitRule is ApplyWaitRule for a thread in Object.wait() on an
+// object of the given class. When the object is of another organization
+// than the thread's loop, its class (the outer class, with its nested
+// classes) is a structure the loop waits inside (a library's bounded
+// buffer under the JDK executor's getTask), so for the verdict its frames
+// are machinery too. The call site still names the first frame outside
+// the JDK, usually the object's own method (a log's flush).
+func ApplyMonitorWaitRule(frames []Frame, from int, program, object string) WaitRule {
+	return applyWaitRule(frames, from, program, "", outerClass(object))
+}
+
+// ApplyParkRule is ApplyWaitRule for a thread parked on a blocker of the
+// given class: the blocker's own package is waiting machinery too (a
+// library's future and the helpers it parks through), so the call site
+// is where the thread's code asks for the future, not inside it.
+func ApplyParkRule(frames []Frame, from int, program, blocker string) WaitRule {
+	pkg := ""
+	if i := strings.LastIndexByte(blocker, '.'); i > 0 && !IsJDKClass(blocker) {
+		pkg = blocker[:i+1]
+	}
+	return applyWaitRule(frames, from, program, pkg, "")
+}
+
+// outerClass is a class name without its nested parts:
+// "org.x.BoundedBuffer$GetQueueLock" is "org.x.BoundedBuffer".
+func outerClass(class string) string {
+	if i := strings.IndexByte(class, '$'); i > 0 {
+		return class[:i]
+	}
+	return class
+}
+
+// applyWaitRule is the rule; blockerPkg (a park's blocker's package) and
+// object (the outer class of the monitor waited on) are machinery besides
+// the rule's own.
+func applyWaitRule(frames []Frame, from int, program, blockerPkg, object string) WaitRule {
+	from = max(from, 0)
+	var r WaitRule
+	// The loop: the outermost frame above the start plumbing.
+	bottom := len(frames) - 1
+	for bottom >= from && isStartPlumbing(frames[bottom]) {
+		bottom--
+	}
+	if object != "" && bottom >= from && Organization(object) == Organization(frames[bottom].Class) {
+		// A structure of the loop's own organization is its own code
+		// (a program's log whose commit its writers call): not machinery.
+		object = ""
+	}
+	call, named := -1, -1
+	for i := from; i < len(frames); i++ {
+		f := frames[i]
+		inBlocker := blockerPkg != "" && strings.HasPrefix(f.Class, blockerPkg) && !strings.Contains(f.Class[len(blockerPkg):], ".")
+		if isMachinery(f) || inBlocker {
+			continue
+		}
+		if named < 0 {
+			named = i
+		}
+		if object == "" || IsJDKClass(object) || outerClass(f.Class) != object {
+			call = i
+			break
+		}
+	}
+	if named >= 0 {
+		r.CallSite = frames[named]
+	}
+	if call < 0 || bottom < call {
+		// Only machinery and plumbing: the JDK's own loop (an executor's
+		// getTask, a fork-join awaitWork, a timer, the finalizer) or a
+		// library's queue with nothing of the program on the stack.
+		if bottom >= from {
+			r.Loop = frames[bottom]
+		}
+		if r.Loop.Class == "" || !IsJDKClass(r.Loop.Class) {
+			r.Loop = Frame{}
+		}
+		r.Idle = true
+		return r
+	}
+	r.Loop = frames[bottom]
+	org := Organization(r.Loop.Class)
+	// A frame of another organization between the loop and the wait is
+	// work handed to the loop; the outermost one names it.
+	for i := bottom - 1; i >= call; i-- {
+		if Organization(frames[i].Class) != org {
+			r.Work = frames[i]
+			return r
+		}
+	}
+	if program != "?" && org == program && org != "jdk" {
+		// The program's own code: its loop must call the wait directly.
+		if call == bottom {
+			r.Idle = true
+			return r
+		}
+		r.Work = frames[bottom-1]
+		return r
+	}
+	r.Idle = true
+	return r
+}
+
+// ProgramOrganization is the organization of the program's own code: the
+// one of the class whose main method the "main" thread runs, or "?" when
+// the dump has no such thread (the main method returned).
+func (d *Dump) ProgramOrganization() string {
+	for i := range d.Threads {
+		t := &d.Threads[i]
+		if t.Name != "main" || len(t.Frames) == 0 {
+			continue
+		}
+		for j := len(t.Frames) - 1; j >= 0; j-- {
+			f := t.Frames[j]
+			if f.Method == "main" && !IsJDKClass(f.Class) {
+				return Organization(f.Class)
+			}
+		}
+	}
+	return "?"
+}
