@@ -59,7 +59,7 @@ func (a *Aggregator) summary(full bool) *Summary {
 		}
 	}
 	s.Locks = a.lockSummaries()
-	s.ContentionSites = a.contentionSites()
+	s.ContentionSites = a.withJFRSites(a.contentionSites())
 	s.Deadlocks = a.deadlockSummaries()
 	s.Waits = []ThreadWait{}
 	if full {

@@ -96,7 +96,7 @@ func init() {
 				}
 				return threadTruth{truthContention, "file appender"}
 			},
-			topFrame: "OutputStreamManager.writeBytes|RollingFileManager.checkRollover",
+			topFrame: "log4j.core.appender.OutputStreamManager.|log4j.core.appender.rolling.RollingFileManager.", // any of the manager's synchronized methods
 		},
 	)
 }

@@ -230,7 +230,7 @@ func findings(s *Summary) []Finding {
 			impact:   map[string]float64{SeverityWarning: 1e3, SeverityInfo: 1}[sev] + float64(len(g.names)),
 		})
 	}
-	out = append(out, serializationFindings(s)...)
+	out = append(out, serializationFindings(s, covered)...)
 	out = append(out, connectionFindings(s)...)
 	out = append(out, wakeupFindings(s)...)
 	out = append(out, saturationFindings(s)...)
@@ -454,7 +454,10 @@ func sortedKinds(m map[string]int) []string {
 	return ks
 }
 
-func serializationFindings(s *Summary) []Finding {
+// serializationFindings says which locks serialize a pool; a lock whose
+// resource made a finding of its own (covered: a queue through many
+// instances) is said there, not per instance.
+func serializationFindings(s *Summary, covered map[string]bool) []Finding {
 	byID := map[string]LockSummary{}
 	for _, l := range s.Locks {
 		byID[l.ID] = l
@@ -468,7 +471,7 @@ func serializationFindings(s *Summary) []Finding {
 			continue
 		}
 		l, ok := byID[sr.LockID]
-		if !ok {
+		if !ok || l.Site != "" && covered[l.Site] {
 			continue
 		}
 		sev := SeverityWarning

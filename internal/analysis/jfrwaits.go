@@ -115,11 +115,16 @@ type jfrAgg struct {
 	// ids maps each JFR lock's key to the LockSummary.ID it was last
 	// reported as (withJFR).
 	ids map[string]string
+	// resources are the recording's totals by resource (jfrSiteID).
+	resources map[string]*jfrResourceAgg
 }
 
 // jfrLock is one lock instance (resource, class and address) as JFR saw it.
 type jfrLock struct {
 	resource, class, address string
+	// siteID is the resource the lock's first wait belongs to, in the
+	// dumps' terms (siteID of its kind, class and call-site method).
+	siteID string
 	events                   int64
 	wait                     time.Duration
 	hist                     logHist
@@ -201,9 +206,29 @@ func (a *Aggregator) addJFRWait(j *jfrAgg, w *sample.WaitEvent) {
 			}
 			delete(j.locks, victim)
 		}
-		l = &jfrLock{resource: resource, class: class, address: addr, kinds: map[string]int64{}, sites: map[string]*jfrSiteAgg{}}
+		l = &jfrLock{resource: resource, class: class, address: addr, siteID: jfrSiteID(w, resource), kinds: map[string]int64{}, sites: map[string]*jfrSiteAgg{}}
 		j.locks[key] = l
 	}
+	// The resource's totals are kept apart from the locks' (bounded on
+	// their own), so they add up to the recording's whatever the GC did to
+	// the instances' addresses.
+	if j.resources == nil {
+		j.resources = map[string]*jfrResourceAgg{}
+	}
+	rid := jfrSiteID(w, resource)
+	ra := j.resources[rid]
+	if ra == nil {
+		if len(j.resources) >= a.opts.MaxLocks {
+			rid = jfrOtherResources
+			ra = j.resources[rid]
+		}
+		if ra == nil {
+			ra = &jfrResourceAgg{}
+			j.resources[rid] = ra
+		}
+	}
+	ra.events++
+	ra.wait += d
 	l.events++
 	l.wait += d
 	l.hist.add(d)
@@ -233,6 +258,34 @@ func (a *Aggregator) addJFRWait(j *jfrAgg, w *sample.WaitEvent) {
 	sa.wait += d
 	sa.hist.add(d)
 	a.addWaitStack(j, w.Stack, key, d)
+}
+
+// jfrOtherResources collects the waits of resources past the table's
+// bound, so the resources' totals still add up to the recording's.
+const jfrOtherResources = "(other resources)"
+
+// jfrResourceAgg is what a recording measured at one resource.
+type jfrResourceAgg struct {
+	events int64
+	wait   time.Duration
+}
+
+// jfrSiteID is the resource of a recorded wait, computed as the dumps
+// compute a waiter's: its kind and class, and the call-site method where
+// its code calls into the waiting machinery (the wait rule's call site for
+// a park or a wait(), the first application frame for a monitor enter).
+func jfrSiteID(w *sample.WaitEvent, resource string) string {
+	site := ""
+	switch w.Event {
+	case "jdk.ThreadPark":
+		site = threaddump.ApplyParkRule(w.Stack, 0, "?", w.Class).CallSite.Function()
+	case "jdk.JavaMonitorWait":
+		site = threaddump.ApplyMonitorWaitRule(w.Stack, 0, "?", w.Class).CallSite.Function()
+	}
+	if site == "" || site == "." {
+		site = appFrameFrom(w.Stack, 0)
+	}
+	return siteID(resource, w.Class, site)
 }
 
 // jfrResource is what a waited-for object is, in the lock table's terms.
@@ -360,9 +413,13 @@ func (a *Aggregator) joinJFRLocks(locks []LockSummary) []jfrJoined {
 	}
 	byAddr := map[string]int{}
 	byClass := map[string][]int{}
+	dumpSites := map[string]bool{}
 	for i, l := range locks {
 		if l.Resource == "futex" {
 			continue
+		}
+		if l.Site != "" {
+			dumpSites[l.Site] = true
 		}
 		byAddr[lockKey(l.Resource, l.Class, l.Address)] = i
 		for _, ad := range l.Addresses {
@@ -390,6 +447,12 @@ func (a *Aggregator) joinJFRLocks(locks []LockSummary) []jfrJoined {
 		if ok && out[i].jfrKey == "" {
 			out[i].JFR = jl.summary()
 			out[i].jfrKey = k
+			continue
+		}
+		if ok || dumpSites[jl.siteID] {
+			// The dumps saw this lock (at another address the GC gave
+			// it) or its resource: its waits count at the resource
+			// (ContentionSite.JFR), not as a lock "in no thread dump".
 			continue
 		}
 		out = append(out, jfrJoined{LockSummary: jl.lockSummary(k), jfrKey: k})
@@ -732,4 +795,57 @@ func jfrFinding(l LockSummary, s *Summary) (Finding, bool) {
 		NextStep: next,
 		impact:   1e6 + avg*1000,
 	}, true
+}
+
+// JFRResourceWaits is what a recording measured at one resource, over all
+// its instances and whatever addresses the GC gave them.
+type JFRResourceWaits struct {
+	Events      int64   `json:"events"`
+	WaitSeconds float64 `json:"wait_seconds"`
+}
+
+// withJFRSites puts the recording's totals on the resources the dumps saw
+// and adds, as resources of their own, the ones only the recording saw:
+// the resources' JFR totals add up to the recording's.
+func (a *Aggregator) withJFRSites(sites []ContentionSite) []ContentionSite {
+	if a.jfr == nil || len(a.jfr.resources) == 0 {
+		return sites
+	}
+	seen := map[string]bool{}
+	for i := range sites {
+		if r := a.jfr.resources[sites[i].ID]; r != nil {
+			sites[i].JFR = &JFRResourceWaits{Events: r.events, WaitSeconds: round6(r.wait.Seconds())}
+			seen[sites[i].ID] = true
+		}
+	}
+	// A recorded wait without a stack has no call site: it joins the one
+	// resource the dumps saw of its kind and class, when there is one.
+	byClass := map[string][]int{}
+	for i := range sites {
+		k := sites[i].Kind + "|" + sites[i].Class + "|"
+		byClass[k] = append(byClass[k], i)
+	}
+	ids := make([]string, 0, len(a.jfr.resources))
+	for id, r := range a.jfr.resources {
+		if seen[id] {
+			continue
+		}
+		if c := byClass[id]; len(c) == 1 && sites[c[0]].JFR != nil {
+			sites[c[0]].JFR.Events += r.events
+			sites[c[0]].JFR.WaitSeconds = round6(sites[c[0]].JFR.WaitSeconds + r.wait.Seconds())
+			continue
+		}
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		r := a.jfr.resources[id]
+		cs := ContentionSite{ID: id, WaiterThreads: []string{}, OthersRun: []FrameCount{}, Holders: []FrameCount{},
+			JFR: &JFRResourceWaits{Events: r.events, WaitSeconds: round6(r.wait.Seconds())}}
+		if parts := strings.SplitN(id, "|", 3); len(parts) == 3 {
+			cs.Kind, cs.Class, cs.WaitFrame = parts[0], parts[1], parts[2]
+		}
+		sites = append(sites, cs)
+	}
+	return sites
 }

@@ -262,6 +262,9 @@ type ContentionSite struct {
 	// Holders are the first application frames the instances' owners (or,
 	// for signal waits, their releasers) ran in that dump.
 	Holders []FrameCount `json:"holders"`
+	// JFR is what a recording measured here, over all instances; absent
+	// without one. A resource only the recording saw has dumps_seen 0.
+	JFR *JFRResourceWaits `json:"jfr,omitempty"`
 }
 
 // FrameCount is a frame and the number of samples that showed it.

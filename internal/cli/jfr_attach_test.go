@@ -317,3 +317,92 @@ func TestJFRFlagErrors(t *testing.T) {
 	assert.Contains(t, out, "ends by itself within 2 minutes")
 	assert.NotContains(t, out, "--jfr-duration", "a hidden flag")
 }
+
+// While the GC moves the contended objects (a small heap, a thread that
+// churns through arrays, full collections that compact), the recording's
+// waits still land on the resources the dumps show: the monitor's resource
+// measures what the workload measures itself within 15 %, the resources'
+// totals add up to the recording's, no address is listed twice and no lock
+// the dumps saw is listed as "in no thread dump".
+func TestAttachJFRResourcesAcrossGCMoves(t *testing.T) {
+	jdk := testjvm.JDK17(t)
+	target := testjvm.StartWith(t, jdk, "JfrLocks", testjvm.Options{JVMFlags: []string{"-Xmx48m", "-XX:+UseSerialGC"}}, "3", "churn")
+	var doc struct {
+		JFR struct {
+			Events      int64     `json:"events"`
+			WaitSeconds float64   `json:"wait_seconds"`
+			First       time.Time `json:"first"`
+			Last        time.Time `json:"last"`
+		} `json:"jfr"`
+		Locks []struct {
+			Class     string   `json:"class"`
+			Address   string   `json:"address"`
+			Addresses []string `json:"addresses"`
+			DumpsSeen int      `json:"dumps_seen"`
+			Site      string   `json:"site"`
+		} `json:"locks"`
+		Sites []struct {
+			ID        string `json:"id"`
+			Class     string `json:"class"`
+			DumpsSeen int    `json:"dumps_seen"`
+			JFR       *struct {
+				Events      int64   `json:"events"`
+				WaitSeconds float64 `json:"wait_seconds"`
+			} `json:"jfr"`
+		} `json:"contention_sites"`
+	}
+	code, out, errOut := run(t, "", "attach", strconv.Itoa(target.PID), "--jfr", "--jfr-threshold", "0", "--duration", "12s", "--interval", "500ms", "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.Positive(t, doc.JFR.Events)
+
+	moved := false
+	seenAddr := map[string]bool{}
+	dumpClasses := map[string]bool{}
+	for _, l := range doc.Locks {
+		if l.Class == "JfrLocks$Monitor" && len(l.Addresses) > 1 {
+			moved = true
+		}
+		if l.DumpsSeen > 0 {
+			dumpClasses[l.Class] = true
+		}
+	}
+	require.True(t, moved, "the GC moved the monitor during the run (its addresses): the test's premise")
+	for _, l := range doc.Locks {
+		assert.False(t, seenAddr[l.Address], "address %s listed twice", l.Address)
+		seenAddr[l.Address] = true
+		if l.DumpsSeen == 0 {
+			assert.False(t, dumpClasses[l.Class], "%s %s listed as seen in the recording only, while the dumps saw its class", l.Class, l.Address)
+		}
+	}
+	var sum, monitor float64
+	var events int64
+	for _, s := range doc.Sites {
+		if s.JFR == nil {
+			continue
+		}
+		sum += s.JFR.WaitSeconds
+		events += s.JFR.Events
+		t.Logf("resource %s: dumps_seen %d, JFR %d waits %.3f s", s.ID, s.DumpsSeen, s.JFR.Events, s.JFR.WaitSeconds)
+		if s.Class == "JfrLocks$Monitor" {
+			monitor += s.JFR.WaitSeconds
+			assert.Positive(t, s.DumpsSeen, "the monitor's resource is the one the dumps show")
+		}
+	}
+	assert.Equal(t, doc.JFR.Events, events, "the resources' JFR waits add up to the recording's")
+	assert.InDelta(t, doc.JFR.WaitSeconds, sum, 1e-3*doc.JFR.WaitSeconds+1e-3, "the resources' JFR seconds add up to the recording's")
+
+	from, to := doc.JFR.First, doc.JFR.Last
+	log := target.WaitForLog(t, 30*time.Second, func(log []byte) bool {
+		m := waitedRE.FindAllSubmatch(log, -1)
+		if len(m) == 0 {
+			return false
+		}
+		ms, _ := strconv.ParseInt(string(m[len(m)-1][1]), 10, 64)
+		return time.UnixMilli(ms).After(to)
+	})
+	own := (waitedAt(t, log, to) - waitedAt(t, log, from)) / 1e9
+	t.Logf("JFR at the monitor's resource %.3f s, the workload %.3f s over %s", monitor, own, to.Sub(from).Round(time.Millisecond))
+	require.Positive(t, own)
+	assert.InDelta(t, own, monitor, 0.15*own, "JfrLocks$Monitor's resource wait_seconds")
+}

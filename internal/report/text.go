@@ -462,6 +462,16 @@ func writeResources(tw *textWriter, s *analysis.Summary, top int) {
 			break
 		}
 		tw.printf("  %3d waiting  %s %s at %s\n", c.Waiters, c.Kind, T(c.Class), T(c.WaitFrame))
+		if c.JFR != nil {
+			where := ""
+			if c.DumpsSeen == 0 {
+				where = " (seen in the recording only)"
+			}
+			tw.printf("               JFR: %d waits, %.1f s in all%s\n", c.JFR.Events, c.JFR.WaitSeconds, where)
+			if c.DumpsSeen == 0 {
+				continue
+			}
+		}
 		if s.Dumps > 1 {
 			tw.printf("               avg %.2f waiters, blocked in %.0f%% of dumps (%d of %d)", c.AvgWaiters, 100*c.BlockedShare, c.DumpsSeen, s.Dumps)
 			if c.BlockedThreadSeconds > 0 {

@@ -37,10 +37,12 @@ type JFROptions struct {
 	// MaxChunkSize bounds one chunk in memory (see jfr.Options).
 	MaxChunkSize int64
 	// Program is the organization of the program's own code
-	// (threaddump.Dump.ProgramOrganization) when a dump of the JVM told
-	// it; "" when unknown. The reader also learns it from the recording's
-	// own thread dumps and from the stacks of its "main" thread.
-	Program string
+	// (threaddump.Dump.ProgramOrganization, "" for the default package)
+	// when ProgramKnown, as a dump of the JVM told it. The reader also
+	// learns it from the recording's own thread dumps and from the stacks
+	// of its "main" thread.
+	Program      string
+	ProgramKnown bool
 }
 
 // JFRReader turns a JFR recording into Snapshots, streaming: it holds one
@@ -88,7 +90,7 @@ func NewJFRReader(r io.Reader, source string, opts JFROptions) *JFRReader {
 		opts.MaxSpan = time.Second
 	}
 	program := opts.Program
-	if program == "" {
+	if !opts.ProgramKnown {
 		program = "?"
 	}
 	return &JFRReader{

@@ -163,7 +163,7 @@ func (s *Sampler) readJFR(ctx context.Context, rec *jvm.Recording, margin time.D
 // recording of the JVM (a user's, at a lower threshold): left out, so the
 // counts and totals mean what --jfr-threshold says.
 func (s *Sampler) addJFR(snap *Snapshot, b []byte, threshold time.Duration) {
-	r := NewJFRReader(bytes.NewReader(b), fmt.Sprintf("JFR recording of pid %d", s.opts.PID), JFROptions{Program: s.program})
+	r := NewJFRReader(bytes.NewReader(b), fmt.Sprintf("JFR recording of pid %d", s.opts.PID), JFROptions{Program: s.program, ProgramKnown: s.programKnown})
 	dropped, short := 0, 0
 	for {
 		batch, err := r.Next()

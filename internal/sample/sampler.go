@@ -109,8 +109,9 @@ type Sampler struct {
 	// jfr is the run's Flight Recorder recording (jfrlive.go).
 	jfr jfrLive
 	// program is the organization of the target's own code, from its
-	// latest dump that had a main thread ("" until one did).
-	program string
+	// latest dump that had a main thread (programKnown once one did).
+	program      string
+	programKnown bool
 	// libjvm is a JVM's first mapping of libjvm.so (Path "": none).
 	libjvm procfs.Mapping
 	// early is the dump the ctprof binary asked for while it started
@@ -426,7 +427,7 @@ func (s *Sampler) useDump(ctx context.Context, snap *Snapshot, res *jvm.DumpResu
 		snap.DumpText = res.Text
 		s.noteDumpThreads(snap.Dump)
 		if p := snap.Dump.ProgramOrganization(); p != "?" {
-			s.program = p // the JFR reader's wait rule needs it
+			s.program, s.programKnown = p, true // the JFR reader's wait rule needs it
 		}
 	}
 	snap.DumpCost = &DumpCost{Method: res.Method, Wall: res.Wall, Pause: res.Pause, Early: early}

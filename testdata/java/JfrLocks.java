@@ -108,8 +108,22 @@ public class JfrLocks {
         return t;
     }
 
+    // With "churn" (arg2), a "churn" thread keeps about 16 MB of arrays
+    // alive and replaces them as fast as it can: on a small heap the old
+    // generation fills and full collections compact it, moving the locks
+    // to new addresses while threads wait on them.
+    static void churn() {
+        byte[][] live = new byte[64][];
+        for (int i = 0; ; i = (i + 1) % live.length) {
+            live[i] = new byte[256 * 1024];
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         int n = args.length > 0 ? Integer.parseInt(args[0]) : 3;
+        if (args.length > 1 && args[1].equals("churn")) {
+            daemon(JfrLocks::churn, "churn");
+        }
         Thread[] monitors = new Thread[n];
         Thread[] parkers = new Thread[n];
         for (int i = 0; i < n; i++) {
