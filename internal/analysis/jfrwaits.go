@@ -124,15 +124,15 @@ type jfrLock struct {
 	resource, class, address string
 	// siteID is the resource the lock's first wait belongs to, in the
 	// dumps' terms (siteID of its kind, class and call-site method).
-	siteID string
-	events                   int64
-	wait                     time.Duration
-	hist                     logHist
-	kinds                    map[string]int64
-	owners, notifiers        boundedCounts
-	waiters                  boundedCounts
-	timedOut                 int64
-	sites                    map[string]*jfrSiteAgg
+	siteID            string
+	events            int64
+	wait              time.Duration
+	hist              logHist
+	kinds             map[string]int64
+	owners, notifiers boundedCounts
+	waiters           boundedCounts
+	timedOut          int64
+	sites             map[string]*jfrSiteAgg
 }
 
 type jfrSiteAgg struct {
