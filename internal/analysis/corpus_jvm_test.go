@@ -240,14 +240,19 @@ var corpusUpdate = flag.Bool("update-corpus", false, "keep the corpus test's dum
 // update rewrites the golden files of the kept corpus.
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/corpus")
 
-// TestJVMLibraryCorpus runs every corpus case on JDK 17, labels every
+// TestJVMLibraryCorpus runs every corpus case on JDK 17 (or 25, see
+// CTPROF_CORPUS_JDK), labels every
 // thread of its jcmd dumps, and measures ctprof's "contention" verdict
 // against the labels: precision and recall over all labelled threads
 // (goal: both at least 95 %), and per library whether the top resource
 // is named at the right frame with its average waiters within 25 %.
 func TestJVMLibraryCorpus(t *testing.T) {
 	require.NotEmpty(t, corpusCases)
+	// JDK 17 by default; CTPROF_CORPUS_JDK=25 runs the corpus on Temurin 25.
 	j := testjvm.JDK17(t)
+	if os.Getenv("CTPROF_CORPUS_JDK") == "25" {
+		j = testjvm.JDK25(t)
+	}
 	var total corpusScore
 	var table []string
 	for _, c := range corpusCases {

@@ -21,7 +21,7 @@ func init() {
 				return srvCount(stacks, labelJettySyncHandler, "handler monitor") >= 12
 			},
 			label:    labelJettySyncHandler,
-			topFrame: "JettySyncHandler.request",
+			topFrame: "HttpClientImpl.send",
 		},
 		corpusCase{
 			workload: "LogbackFileAppender",

@@ -414,7 +414,11 @@ func (a *Aggregator) addJavaThreads(d *threaddump.Dump, when time.Time, seq int,
 			}
 			*ta = threadAgg{firstCPU: t.CPU, firstElapsed: t.Elapsed, firstTime: when, hasCPU: t.HasCPU, stack: stack, sameStack: true, state: t.State, topFrame: top, waitOwner: owner}
 			a.jthreads[k] = ta
-		} else if stack != ta.stack || t.State != ta.state || owner != ta.waitOwner {
+		} else if stack != ta.stack || t.State != ta.state || owner != ta.waitOwner ||
+			t.State == threaddump.StateBlocked && owner == "" {
+			// A BLOCKED thread is stuck only behind the same named owner:
+			// one re-entering a monitor nobody is seen to hold (a group
+			// commit's writers after a notify) moves with the convoy.
 			ta.sameStack = false
 		}
 		ta.seen++

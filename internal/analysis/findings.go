@@ -123,7 +123,7 @@ func findings(s *Summary) []Finding {
 				owner += " (running " + *l.ReleaserFrame + ")"
 			}
 		case waitsForSignal(l):
-			owner = "the dump does not tell which thread will wake them"
+			owner = "nobody holds it: they wait for another thread to hand something back or signal them, and the dump does not tell which"
 		}
 		where := ""
 		if l.WaitFrame != nil {

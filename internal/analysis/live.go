@@ -129,9 +129,10 @@ type osThreadAgg struct {
 	// that ends by itself (sleep, timed futex or poll wait).
 	timedWaits int
 	sleeping   int
-	// busyDumps counts the dumps that showed the thread running work or
-	// queued on a contended resource: such a thread is no poller.
-	busyDumps int
+	// javaDumps counts the dumps that showed the thread, and busyDumps
+	// those that showed it running work or queued on a contended
+	// resource: a thread busy in more than a quarter of them is no poller.
+	javaDumps, busyDumps int
 }
 
 type condAgg struct {
@@ -263,11 +264,14 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 				}
 				ta.name, ta.pool = name, pool
 			}
-			if isJava {
+			if isJava && ta.javaGen != o.javaGen {
 				ta.javaState = j.state
-				if j.busy && ta.javaGen != o.javaGen {
+				ta.javaDumps++
+				if j.busy {
 					ta.busyDumps++
 				}
+			} else if isJava {
+				ta.javaState = j.state
 			}
 			ta.comm, ta.javaGen = t.Name, o.javaGen
 		}

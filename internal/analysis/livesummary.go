@@ -298,8 +298,8 @@ func (a *Aggregator) scheduling(total counters, wall float64) *Scheduling {
 
 // Wake-up storm thresholds: a thread that sleeps in a timed wait in most
 // samples, wakes at least 5 times a second, uses under 5 % of a core, and
-// was never seen by a dump running work or queued on a contended resource
-// polls rather than works.
+// was seen by at most a quarter of the dumps running work or queued on a
+// contended resource polls rather than works.
 const (
 	wakeupMinPerSecond = 5.0
 	wakeupMaxCPU       = 0.05
@@ -327,9 +327,11 @@ func (a *Aggregator) wakeups(wall, hostPerSecond float64) []Wakeup {
 		if rate < wakeupMinPerSecond || cpu >= wakeupMaxCPU || !timed {
 			continue
 		}
-		if ta.busyDumps > 0 {
-			// A dump saw it run work or queue on a contended resource:
-			// its wake-ups are work or contention, not polling.
+		if 4*ta.busyDumps > ta.javaDumps {
+			// The dumps saw it run work or queue on a contended resource
+			// in more than a quarter of them: its wake-ups are work or
+			// contention, not polling. A poller that takes a lock for a
+			// moment on each wake-up is still a poller.
 			continue
 		}
 		p := ta.pool

@@ -243,6 +243,13 @@ func (c *Collector) collectTarget(e emitter, t *target, s *analysis.Summary) {
 		}
 		emitJFRLocks(e, t, c.top, s)
 	}
+	if len(s.ContentionSites) > 0 {
+		named, other := topResources(s.ContentionSites, c.top)
+		for _, r := range named {
+			e.gauge(descResourceWaiters, float64(r.threads), r.pool)
+		}
+		e.gauge(descResourceWaiters, float64(other), otherLabel)
+	}
 	emitWakeups(e, s.Wakeups, c.top)
 	if j := s.JVM; j != nil {
 		e.gauge(descJVMLiveThreads, float64(j.LiveThreads))

@@ -62,6 +62,8 @@ var (
 		"Threads queued on a lock at the last sample, by lock (kind and class, or futex symbol) and the frame they wait in; the locks with the most blocked thread-seconds and 'other' for the rest.", "lock", "site")
 	descLockBlockedSeconds = newDesc("ctprof_lock_blocked_thread_seconds_total",
 		"Thread-seconds spent queued on a lock (waiters times sample interval, summed), by lock and wait frame, with 'other' for the rest.", "lock", "site")
+	descResourceWaiters = newDesc("ctprof_resource_waiting_threads",
+		"Threads waiting at a resource at the last dump, over all its instances: a class waited for at the method where the waiters call in ('SynchronousQueue at ConcurrentBag.borrow'), the resources with the most waiters and 'other' for the rest.", "resource")
 	descDeadlockedThreads = newDesc("ctprof_deadlocked_threads",
 		"Threads caught in a deadlock found in the thread dumps.")
 	descWakeups = newDesc("ctprof_wakeups_per_second",
@@ -92,7 +94,7 @@ var allDescs = []*prometheus.Desc{
 	descThreads, descJVMThreads, descPoolThreads,
 	descCPUSeconds, descContextSwitches, descHostContextSwitches, descRunQueueWait,
 	descConnections, descThreadsPerConnection,
-	descLockBlockedThreads, descLockBlockedSeconds, descDeadlockedThreads, descWakeups,
+	descLockBlockedThreads, descLockBlockedSeconds, descResourceWaiters, descDeadlockedThreads, descWakeups,
 	descJVMLiveThreads, descJVMDaemonThreads, descJVMPeakThreads, descJVMThreadsStarted,
 	descJVMSafepoints, descJVMSafepointSeconds, descJVMGCSeconds, descJVMMonitorEvents,
 }

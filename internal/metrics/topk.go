@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/ctprof/ctprof/internal/analysis"
 )
@@ -215,6 +216,42 @@ func topPools(pools []analysis.PoolSummary, top int) (named []poolRow, other int
 	for _, p := range pools {
 		by[LabelValue(p.Name)] += p.Threads
 	}
+	return topCounts(by, top)
+}
+
+// topResources is topPools for the resources threads wait at: their
+// current waiters by "Class at Class.method" (the resource's class and the
+// method its waiters call in from).
+func topResources(sites []analysis.ContentionSite, top int) (named []poolRow, other int) {
+	by := map[string]int{}
+	for _, cs := range sites {
+		by[LabelValue(resourceLabel(cs))] += cs.CurrentWaiters
+	}
+	return topCounts(by, top)
+}
+
+// resourceLabel names a resource: its class's simple name and the method
+// its waiters call in from ("SynchronousQueue at ConcurrentBag.borrow").
+func resourceLabel(cs analysis.ContentionSite) string {
+	frame := cs.WaitFrame
+	if i := strings.IndexByte(frame, '('); i > 0 {
+		frame = frame[:i]
+	}
+	if i := strings.LastIndexByte(frame, '.'); i > 0 {
+		if j := strings.LastIndexByte(frame[:i], '.'); j >= 0 {
+			frame = frame[j+1:]
+		}
+	}
+	class := cs.Class
+	if i := strings.LastIndexByte(class, '.'); i >= 0 {
+		class = class[i+1:]
+	}
+	return class + " at " + frame
+}
+
+// topCounts keeps the top largest counts by label (ties by label) and sums
+// the rest, and any count already labelled "other", into other.
+func topCounts(by map[string]int, top int) (named []poolRow, other int) {
 	other = by[otherLabel]
 	delete(by, otherLabel)
 	rows := make([]poolRow, 0, len(by))

@@ -301,3 +301,18 @@ func TestLockLabelsStayWhileTheKindAndSiteMove(t *testing.T) {
 	named, _ = scrape(lock("cold", "relock", "com.x.Pool", &relock, 1))
 	assert.Equal(t, "relock Pool", named[0].key.lock)
 }
+
+// Resources are exported by what they are, with their instances summed:
+// the top ones by current waiters, the rest and any label cut to "other".
+func TestTopResources(t *testing.T) {
+	sites := []analysis.ContentionSite{
+		{Class: "java.util.concurrent.SynchronousQueue$TransferQueue", WaitFrame: "com.zaxxer.hikari.util.ConcurrentBag.borrow(ConcurrentBag.java:163)", CurrentWaiters: 20},
+		{Class: "org.hsqldb.lib.CountUpDownLatch$Sync", WaitFrame: "org.hsqldb.Session.executeCompiledStatement(Unknown Source)", CurrentWaiters: 15},
+		{Class: "java.lang.Object", WaitFrame: "App.serve(App.java:9)", CurrentWaiters: 3},
+		{Class: "java.lang.Object", WaitFrame: "App.other(App.java:19)", CurrentWaiters: 1},
+	}
+	named, other := topResources(sites, 2)
+	assert.Equal(t, []poolRow{{"SynchronousQueue$TransferQueue at ConcurrentBag.borrow", 20}, {"CountUpDownLatch$Sync at Session.executeCompiledStatement", 15}}, named)
+	assert.Equal(t, 4, other)
+	assert.Equal(t, "Object at App.serve", resourceLabel(sites[2]))
+}

@@ -17,6 +17,19 @@ import (
 var JFREventTypes = []string{
 	"jdk.JavaMonitorEnter", "jdk.JavaMonitorWait", "jdk.ThreadPark",
 	"jdk.VirtualThreadPinned", "jdk.ThreadDump", "jdk.GarbageCollection", "jdk.CPULoad",
+	"jdk.JVMInformation",
+}
+
+// programOf is the organization of the program's own code from the JVM's
+// command (its main class, the first word of sun.rt.javaCommand or of
+// jdk.JVMInformation's javaArguments); ok is false for a jar, whose main
+// class the command does not name.
+func programOf(command string) (string, bool) {
+	f := strings.Fields(command)
+	if len(f) == 0 || strings.HasSuffix(f[0], ".jar") || strings.HasPrefix(f[0], "-") {
+		return "", false
+	}
+	return threaddump.Organization(f[0]), true
 }
 
 // JFRMagic starts every JFR chunk; inputs are told apart by content.
@@ -141,6 +154,13 @@ func (j *JFRReader) step() {
 		j.flush()
 	}
 	switch ev.Type {
+	case "jdk.JVMInformation":
+		if args, ok := ev.String("javaArguments"); ok && j.program == "?" {
+			if p, ok := programOf(args); ok {
+				j.program = p
+			}
+		}
+		return
 	case "jdk.GarbageCollection":
 		g, _ := ev.GarbageCollection()
 		b := j.add(ev)

@@ -182,6 +182,9 @@ func NewSampler(opts Options) (*Sampler, error) {
 			if info.MainClass != "" {
 				s.target.Name = info.MainClass
 			}
+			if p, ok := programOf(info.MainClass); ok {
+				s.program, s.programKnown = p, true // until a dump's main thread says
+			}
 		case errors.Is(err, procfs.ErrProcessGone):
 			return nil, fmt.Errorf("no process with pid %d: %w", opts.PID, procfs.ErrProcessGone)
 		default:

@@ -1,8 +1,9 @@
 package testjvm
 
 // Workloads on real third-party libraries (testdata/javalibs): Apache Derby,
-// H2, Log4j. Their jars are fetched from Maven Central by `make javalibs`
-// into build/javalibs, pinned by version and sha256 in
+// H2, Log4j, HikariCP, HSQLDB, Jetty and the others of the labelled corpus.
+// Their jars are fetched by `make javalibs` (mvn dependency:copy) into
+// build/javalibs, pinned by version and sha256 in
 // testdata/javalibs/libraries.txt; nothing fetched is committed. The tests
 // check the same pins before a jar goes on a class path, so a stale or
 // altered build directory fails loudly instead of testing something else.

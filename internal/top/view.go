@@ -116,7 +116,53 @@ func (m *Model) header(w int) []string {
 	} else if c != nil && c.Dumps > 0 {
 		fmt.Fprintf(&l3, "  dumps took %.3fs", c.DumpSeconds)
 	}
-	return []string{m.st.title.Render(first), line(l2.String(), w), line(l3.String(), w)}
+	return []string{m.st.title.Render(first), line(l2.String(), w), line(l3.String(), w), line(clean(waitingFor(s)), w)}
+}
+
+// waitingFor leads with what the threads wait for: the resources with the
+// most waiters now (a class at the method its waiters call in from, over
+// all its instances), most first.
+func waitingFor(s *analysis.Summary) string {
+	sites := slices.Clone(s.ContentionSites)
+	slices.SortStableFunc(sites, func(x, y analysis.ContentionSite) int {
+		if c := cmp.Compare(y.CurrentWaiters, x.CurrentWaiters); c != 0 {
+			return c
+		}
+		return cmp.Compare(y.AvgWaiters, x.AvgWaiters)
+	})
+	var parts []string
+	for _, cs := range sites {
+		if len(parts) == 2 || cs.CurrentWaiters == 0 && cs.AvgWaiters == 0 {
+			break
+		}
+		frame := cs.WaitFrame
+		if i := strings.IndexByte(frame, '('); i > 0 {
+			frame = frame[:i]
+		}
+		p := fmt.Sprintf("%d at %s (%s, avg %s", cs.CurrentWaiters, lastParts(frame, 2), lastParts(cs.Class, 1), num(cs.AvgWaiters))
+		if cs.Instances > 1 {
+			p += fmt.Sprintf(", %d instances", cs.Instances)
+		}
+		parts = append(parts, p+")")
+	}
+	if len(parts) == 0 {
+		return "waiting for: no resource"
+	}
+	return "waiting for: " + strings.Join(parts, "  ")
+}
+
+// lastParts keeps the last n dot-separated parts of a name:
+// lastParts("a.b.C.m", 2) is "C.m", lastParts("a.b.C", 1) is "C".
+func lastParts(name string, n int) string {
+	for i := len(name) - 1; i >= 0; i-- {
+		if name[i] == '.' {
+			n--
+			if n == 0 {
+				return name[i+1:]
+			}
+		}
+	}
+	return name
 }
 
 func (m *Model) footer(w int) []string {

@@ -9,8 +9,8 @@ import "strings"
 // thread's start was written by the same organization as the run loop (the
 // thread's outermost frame), so the loop is asking for its next unit of
 // work and is not running one. In the program's own code, where one
-// organization writes both the loop and the work, the run loop must call
-// the wait itself. Any other wait is called from inside work and is
+// organization writes both the loop and the work, the loop's own class must
+// call the wait. Any other wait is called from inside work and is
 // contention, whatever its classes are called.
 //
 // The rule reads three things of a stack, each defined by the data below
@@ -58,6 +58,16 @@ var waitMachineryTypes = []string{
 	"Condition", "Exchanger", "Phaser", "WaitStrategy",
 }
 
+// jdkWaitingClasses are the JDK's waiting machinery: its concurrency
+// package, parking, Object.wait, Thread.sleep and join, reference queues
+// (a name ending in "." is a package). The JDK's other code (its HTTP
+// client, its I/O) is code of the JDK's organization like any library's:
+// a program that waits inside it waits inside work.
+var jdkWaitingClasses = []string{
+	"java.util.concurrent.", "jdk.internal.misc.", "jdk.internal.vm.", "java.lang.ref.",
+	"sun.misc.Unsafe", "java.lang.Object", "java.lang.Thread", "java.lang.VirtualThread",
+}
+
 // jdkPackages are the JDK's own packages: one organization.
 var jdkPackages = []string{"java.", "javax.", "jdk.", "sun.", "com.sun."}
 
@@ -71,8 +81,11 @@ var startPlumbingPackages = []string{"java.lang.", "jdk.internal."}
 // isMachinery reports a frame of the waiting machinery: the JDK's, or a
 // concurrency type of a library.
 func isMachinery(f Frame) bool {
-	if IsJDKClass(f.Class) {
-		return true
+	for _, p := range jdkWaitingClasses {
+		if strings.HasSuffix(p, ".") && strings.HasPrefix(f.Class, p) ||
+			f.Class == p || strings.HasPrefix(f.Class, p+"$") {
+			return true
+		}
 	}
 	name := outerSimpleName(f.Class)
 	for _, s := range waitMachineryTypes {
@@ -227,12 +240,16 @@ func applyWaitRule(frames []Frame, from int, program, blockerPkg, object string)
 		}
 	}
 	if program != "?" && org == program && org != "jdk" {
-		// The program's own code: its loop must call the wait directly.
-		if call == bottom {
-			r.Idle = true
-			return r
+		// The program's own code: its loop's class must call the wait
+		// itself (the loop and its helpers in one class); a frame of any
+		// other class of the program between them is work.
+		for i := bottom - 1; i >= call; i-- {
+			if frames[i].Class != r.Loop.Class {
+				r.Work = frames[i]
+				return r
+			}
 		}
-		r.Work = frames[bottom-1]
+		r.Idle = true
 		return r
 	}
 	r.Idle = true

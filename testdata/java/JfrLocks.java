@@ -14,7 +14,7 @@ import java.util.concurrent.locks.ReentrantLock;
 // ReentrantLock$NonfairSync).
 //
 // A "waiter" thread loops in JfrLocks.awaitSignal(), whose every step
-// (awaitReply) calls wait() on the one JfrLocks$Signal until a "notifier"
+// (Signal.awaitReply) calls wait() on the one JfrLocks$Signal until a "notifier"
 // thread calls notify() about every 5 ms (jdk.JavaMonitorWait
 // with the notifier as notifier thread).
 //
@@ -28,6 +28,20 @@ public class JfrLocks {
     }
 
     static final class Signal {
+        // One unit of the waiter's work: it cannot go on until the
+        // notifier replies, so the wait is inside work (contention by
+        // ctprof's wait rule), not the loop's own wait for its next task.
+        synchronized boolean awaitReply() {
+            while (!signalled) {
+                try {
+                    wait();
+                } catch (InterruptedException e) {
+                    return false;
+                }
+            }
+            signalled = false;
+            return true;
+        }
     }
 
     static final Monitor MONITOR = new Monitor();
@@ -66,25 +80,8 @@ public class JfrLocks {
     }
 
     static void awaitSignal() {
-        while (awaitReply()) {
+        while (SIGNAL.awaitReply()) {
         }
-    }
-
-    // One unit of the waiter's work: it cannot go on until the notifier
-    // replies, so the wait is inside work (contention by ctprof's wait
-    // rule), not the loop's own wait for its next task.
-    static boolean awaitReply() {
-        synchronized (SIGNAL) {
-            while (!signalled) {
-                try {
-                    SIGNAL.wait();
-                } catch (InterruptedException e) {
-                    return false;
-                }
-            }
-            signalled = false;
-        }
-        return true;
     }
 
     static void sendSignals() {
