@@ -192,10 +192,18 @@ func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick
 		}
 		// By native id; of two threads with one id (a damaged dump) the
 		// later one counts.
+		// Owners of a lock others queue on work in its critical section,
+		// even asleep there.
+		owners := map[*threaddump.Thread]bool{}
+		for _, ts := range tick.lockOwners {
+			for _, t := range ts {
+				owners[t] = true
+			}
+		}
 		for i := range tick.dump.Threads {
 			jt := &tick.dump.Threads[i]
 			if jt.OSThreadID > 0 {
-				busy := tick.waitsOn[jt] != "" ||
+				busy := tick.waitsOn[jt] != "" || owners[jt] ||
 					jt.State == threaddump.StateRunnable && len(jt.Frames) > 0 && !isIdleFrame(jt.Frames[0].String())
 				o.java[int(jt.OSThreadID)] = javaInfo{name: jt.Name, state: jt.State, pool: tick.pools[i], busy: busy}
 			}

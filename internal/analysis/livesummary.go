@@ -298,8 +298,9 @@ func (a *Aggregator) scheduling(total counters, wall float64) *Scheduling {
 
 // Wake-up storm thresholds: a thread that sleeps in a timed wait in most
 // samples, wakes at least 5 times a second, uses under 5 % of a core, and
-// was seen by at most a quarter of the dumps running work or queued on a
-// contended resource polls rather than works.
+// was seen by at most a quarter of the dumps running work, holding a lock
+// others queue on, or queued on a contended resource polls rather than
+// works.
 const (
 	wakeupMinPerSecond = 5.0
 	wakeupMaxCPU       = 0.05

@@ -249,17 +249,7 @@ func TestAttachJFRWaitsMatchTheWorkload(t *testing.T) {
 			}
 			from, to := doc.JFR.First, doc.JFR.Last
 			require.Greater(t, to.Sub(from), 3*time.Second, "a window of several reads")
-			// The last waits read may be newer than the workload's latest
-			// line: wait for the next one.
-			log := target.WaitForLog(t, 30*time.Second, func(log []byte) bool {
-				m := waitedRE.FindAllSubmatch(log, -1)
-				if len(m) == 0 {
-					return false
-				}
-				ms, _ := strconv.ParseInt(string(m[len(m)-1][1]), 10, 64)
-				return time.UnixMilli(ms).After(to)
-			})
-			own := (waitedAt(t, log, to) - waitedAt(t, log, from)) / 1e9
+			own := workloadWaited(t, target, from, to)
 			t.Logf("%s: JFR %.3f s, the workload %.3f s over %s", jdk.Name, monitor, own, to.Sub(from).Round(time.Millisecond))
 			require.Positive(t, own)
 			assert.InDelta(t, own, monitor, 0.15*own, "JfrLocks$Monitor wait_seconds")
@@ -393,6 +383,17 @@ func TestAttachJFRResourcesAcrossGCMoves(t *testing.T) {
 	assert.InDelta(t, doc.JFR.WaitSeconds, sum, 1e-3*doc.JFR.WaitSeconds+1e-3, "the resources' JFR seconds add up to the recording's")
 
 	from, to := doc.JFR.First, doc.JFR.Last
+	own := workloadWaited(t, target, from, to)
+	t.Logf("JFR at the monitor's resource %.3f s, the workload %.3f s over %s", monitor, own, to.Sub(from).Round(time.Millisecond))
+	require.Positive(t, own)
+	assert.InDelta(t, own, monitor, 0.15*own, "JfrLocks$Monitor's resource wait_seconds")
+}
+
+// workloadWaited is the thread-seconds JfrLocks measured itself waiting to
+// enter its monitor between from and to. The last waits a run read may be
+// newer than the workload's latest line: it waits for the next one.
+func workloadWaited(t *testing.T, target *testjvm.Process, from, to time.Time) float64 {
+	t.Helper()
 	log := target.WaitForLog(t, 30*time.Second, func(log []byte) bool {
 		m := waitedRE.FindAllSubmatch(log, -1)
 		if len(m) == 0 {
@@ -401,8 +402,5 @@ func TestAttachJFRResourcesAcrossGCMoves(t *testing.T) {
 		ms, _ := strconv.ParseInt(string(m[len(m)-1][1]), 10, 64)
 		return time.UnixMilli(ms).After(to)
 	})
-	own := (waitedAt(t, log, to) - waitedAt(t, log, from)) / 1e9
-	t.Logf("JFR at the monitor's resource %.3f s, the workload %.3f s over %s", monitor, own, to.Sub(from).Round(time.Millisecond))
-	require.Positive(t, own)
-	assert.InDelta(t, own, monitor, 0.15*own, "JfrLocks$Monitor's resource wait_seconds")
+	return (waitedAt(t, log, to) - waitedAt(t, log, from)) / 1e9
 }
