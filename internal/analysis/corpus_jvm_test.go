@@ -315,6 +315,20 @@ func scoreCase(t *testing.T, c corpusCase, dumps [][]byte) corpusScore {
 		}
 		assert.True(t, matched, "top resource at %s, want a frame with %q", top.WaitFrame, c.topFrame)
 		assert.InEpsilon(t, avg, top.AvgWaiters, 0.25, "average waiters of the top resource")
+		// The top resource is a finding of its own, among the first: the
+		// finding names its call site, or (one instance, a monitor its
+		// waiters enter from several methods) its class.
+		method := top.WaitFrame
+		if i := strings.IndexByte(method, '('); i > 0 {
+			method = method[:i]
+		}
+		class := top.Class[strings.LastIndexByte(top.Class, '.')+1:]
+		found := false
+		for i, f := range s.Findings {
+			names := strings.Contains(f.Summary, method) || top.Instances == 1 && strings.Contains(f.Summary, " "+class+" ")
+			found = found || i < 3 && f.Kind == FindingLockHotspot && names
+		}
+		assert.True(t, found, "no lock-hotspot finding among the first three names the top resource at %s", method)
 	}
 	for i, f := range s.Findings {
 		if i == 3 {

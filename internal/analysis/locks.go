@@ -273,8 +273,11 @@ func (a *Aggregator) addSites(order []*javaObs, dt time.Duration, tick *dumpTick
 		c.instances++
 		c.waiters += n
 		c.maxOnOne = max(c.maxOnOne, n)
-		if n > 0 && bestInfo(o.infos).Owner == nil && waitsForSignals(o.waiters) {
-			sa.ownerless++
+		if n > 0 && bestInfo(o.infos).Owner == nil {
+			sa.unowned++
+			if waitsForSignals(o.waiters) {
+				sa.ownerless++
+			}
 		}
 		sa.obs = append(sa.obs, o)
 	}
@@ -416,10 +419,11 @@ type siteAgg struct {
 	waiterSum     int
 	samples       int
 	blocked       float64
-	// ownerless counts the instance samples with waiters and no owner:
-	// the waiters wait for a signal (each on its own latch, or for a
-	// hand-off), not behind a holder of that instance.
-	ownerless int
+	// unowned counts the instance samples with waiters and no owner the
+	// dump names, and ownerless those of them whose waiters wait for a
+	// signal (each on its own latch, or for a hand-off), not behind a
+	// holder of that instance.
+	unowned, ownerless int
 	// obs are this dump's instances (reset after each dump).
 	obs []*javaObs
 	// From the dump with the most waiters (notePeak).
@@ -773,10 +777,10 @@ func (a *Aggregator) contentionSites() []ContentionSite {
 			Waiters: sa.peakWaiters, MaxInstanceWaiters: sa.maxOnOne, CurrentWaiters: sa.current,
 			BlockedThreadSeconds: round3(sa.blocked), DumpsSeen: sa.samples,
 			// Striped: each instance queues one waiter behind an owner of
-			// its own. Waiters on instances nobody holds (a latch per
-			// waiter, a hand-off) all wait for the same thing: the
-			// resource's count is their queue.
-			Striped:       sa.peakInstances > 1 && sa.maxOnOne <= 1 && sa.ownerless == 0,
+			// its own. Waiters on instances with no owner the dump names
+			// (a latch per waiter, a hand-off) may all wait for the same
+			// thing: the resource's count is their queue.
+			Striped:       sa.peakInstances > 1 && sa.maxOnOne <= 1 && sa.unowned == 0,
 			WaiterThreads: append([]string{}, sa.waiterNames...),
 			Pool:          sa.pool, PoolThreads: sa.poolThreads, PoolWaiting: sa.poolWaiting,
 			OthersRun: append([]FrameCount{}, sa.othersRun...), Holders: append([]FrameCount{}, sa.peakHolders...),
