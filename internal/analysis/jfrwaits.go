@@ -215,18 +215,7 @@ func (a *Aggregator) addJFRWait(j *jfrAgg, w *sample.WaitEvent) {
 	if j.resources == nil {
 		j.resources = map[string]*jfrResourceAgg{}
 	}
-	rid := jfrSiteID(w, resource)
-	ra := j.resources[rid]
-	if ra == nil {
-		if len(j.resources) >= a.opts.MaxLocks {
-			rid = jfrOtherResources
-			ra = j.resources[rid]
-		}
-		if ra == nil {
-			ra = &jfrResourceAgg{}
-			j.resources[rid] = ra
-		}
-	}
+	ra := boundedEntry(j.resources, jfrSiteID(w, resource), a.opts.MaxLocks, jfrOtherResources)
 	ra.events++
 	ra.wait += d
 	l.events++
@@ -243,21 +232,29 @@ func (a *Aggregator) addJFRWait(j *jfrAgg, w *sample.WaitEvent) {
 		l.notifiers.inc(w.Other, 1)
 	}
 	l.waiters.inc(w.Thread, 1)
-	sa := l.sites[site]
-	if sa == nil {
-		if len(l.sites) >= maxJFRSites {
-			site = "(other sites)"
-			sa = l.sites[site]
-		}
-		if sa == nil {
-			sa = &jfrSiteAgg{}
-			l.sites[site] = sa
-		}
-	}
+	sa := boundedEntry(l.sites, site, maxJFRSites, "(other sites)")
 	sa.events++
 	sa.wait += d
 	sa.hist.add(d)
 	a.addWaitStack(j, w.Stack, key, d)
+}
+
+// boundedEntry returns m's entry for key, made when missing; once m holds
+// limit entries, a new key's values go to the entry overflow instead, so
+// the table stays bounded and its totals still add up.
+func boundedEntry[T any](m map[string]*T, key string, limit int, overflow string) *T {
+	if e := m[key]; e != nil {
+		return e
+	}
+	if len(m) >= limit {
+		key = overflow
+		if e := m[key]; e != nil {
+			return e
+		}
+	}
+	e := new(T)
+	m[key] = e
+	return e
 }
 
 // jfrOtherResources collects the waits of resources past the table's
