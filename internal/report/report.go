@@ -8,10 +8,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/termtext"
 )
 
 // JSON writes the summary as indented JSON (schema in docs/json.md).
@@ -73,31 +72,6 @@ func foldedFrame(f string) string {
 	}, f)
 }
 
-// Terminal makes text from the target safe to print: control characters
-// (escape sequences could rewrite the user's screen) are shown escaped,
-// invalid UTF-8 as U+FFFD.
-func Terminal(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			b.WriteRune('\uFFFD')
-		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r):
-			q := fmt.Sprintf("%+q", string(r))
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
+// Terminal makes text from the target safe to print (termtext.Safe): the
+// report's writers and the CLI's messages escape the same way.
+var Terminal = termtext.Safe

@@ -6,13 +6,13 @@ import (
 
 	"github.com/mattn/go-runewidth"
 
-	"github.com/ctprof/ctprof/internal/report"
+	"github.com/ctprof/ctprof/internal/termtext"
 )
 
 // clean makes a string from the target safe for the terminal: control
 // characters (ESC among them), line breaks and bidi overrides are shown
 // escaped, never sent. Every thread, class, pool and frame name passes here.
-func clean(s string) string { return report.Terminal(s) }
+func clean(s string) string { return termtext.Safe(s) }
 
 // fit escapes s and cuts or pads it to exactly w terminal cells; a cut
 // string ends with "…". Widths count cells, so wide (CJK, emoji) names
