@@ -196,6 +196,9 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 	if err != nil {
 		return err
 	}
+	// The sampler's thread files, symbol tables and any recording are
+	// released however the run ends.
+	defer s.Close()
 	opts.PID = s.Target().PID
 	// Ctrl-C, SIGTERM and SIGHUP (the terminal or ssh session closed, a
 	// nohup-less background run) end sampling alike: the summary and the

@@ -129,6 +129,9 @@ func topRun(ctx context.Context, opts *TopOptions) error {
 	if err != nil {
 		return err
 	}
+	// The sampler's thread files, symbol tables and any recording are
+	// released however the run ends.
+	defer s.Close()
 	t := s.Target()
 	htmlPath := opts.HTML
 	if htmlPath == "" {
