@@ -190,6 +190,7 @@ func (a *Aggregator) addJFRWait(j *jfrAgg, w *sample.WaitEvent) {
 	if w.Address != 0 {
 		addr = fmt.Sprintf("0x%016x", w.Address)
 	}
+	rid := jfrSiteID(w, resource) // walks the stack: once per wait
 	key := lockKey(resource, class, addr)
 	if resource == "pinned" {
 		key = lockKey(resource, class, site)
@@ -206,7 +207,7 @@ func (a *Aggregator) addJFRWait(j *jfrAgg, w *sample.WaitEvent) {
 			}
 			delete(j.locks, victim)
 		}
-		l = &jfrLock{resource: resource, class: class, address: addr, siteID: jfrSiteID(w, resource), kinds: map[string]int64{}, sites: map[string]*jfrSiteAgg{}}
+		l = &jfrLock{resource: resource, class: class, address: addr, siteID: rid, kinds: map[string]int64{}, sites: map[string]*jfrSiteAgg{}}
 		j.locks[key] = l
 	}
 	// The resource's totals are kept apart from the locks' (bounded on
@@ -215,7 +216,7 @@ func (a *Aggregator) addJFRWait(j *jfrAgg, w *sample.WaitEvent) {
 	if j.resources == nil {
 		j.resources = map[string]*jfrResourceAgg{}
 	}
-	ra := boundedEntry(j.resources, jfrSiteID(w, resource), a.opts.MaxLocks, jfrOtherResources)
+	ra := boundedEntry(j.resources, rid, a.opts.MaxLocks, jfrOtherResources)
 	ra.events++
 	ra.wait += d
 	l.events++

@@ -165,18 +165,8 @@ func queuedReason(w threaddump.Waiter, li *threaddump.LockInfo) string {
 	if !w.Rule.Idle && (w.Rule.CallSite.Class != "" || w.Rule.Work.Class != "") {
 		return w.Rule.Reason()
 	}
-	if holdsOther(w.Thread, li.Lock.Address) {
+	if w.Thread.HoldsOtherThan(li.Lock.Address) {
 		return "waits on " + class + " while holding a lock: whoever needs that lock waits too"
 	}
 	return "waits on " + class + " inside work"
-}
-
-// holdsOther reports whether t holds a lock other than addr.
-func holdsOther(t *threaddump.Thread, addr string) bool {
-	for _, l := range t.Holds() {
-		if l.Address != addr {
-			return true
-		}
-	}
-	return false
 }

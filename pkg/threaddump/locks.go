@@ -242,8 +242,7 @@ func (d *Dump) Locks() []*LockInfo {
 	working := make([]bool, len(threads))
 	signal := signalWaits{program: d.ProgramOrganization()}
 	// parked holds the parks with no blocker inside work, by call site.
-	var parked map[string][]Waiter
-	parked = map[string][]Waiter{}
+	parked := map[string][]Waiter{}
 	for ti, t := range threads {
 		blocked, isBlocked := t.BlockedOn()
 		if isBlocked {
@@ -265,7 +264,7 @@ func (d *Dump) Locks() []*LockInfo {
 				_, w.Rule = signal.of(t, blocked)
 			}
 			if blocked.Action == LockParking && strings.Contains(blocked.Lock.Class, "Semaphore") {
-				if w.Rule.Idle && !holdsOther(t, blocked.Lock.Address) {
+				if w.Rule.Idle && !t.HoldsOtherThan(blocked.Lock.Address) {
 					li.Waiting = append(li.Waiting, w)
 					continue
 				}
@@ -293,7 +292,7 @@ func (d *Dump) Locks() []*LockInfo {
 			waitKind, rule := signal.of(t, ev)
 			w := Waiter{Thread: t, Action: ev.Action, Kind: waitKind, Frame: ev.Frame, Rule: rule}
 			switch {
-			case holdsOther(t, ev.Lock.Address):
+			case t.HoldsOtherThan(ev.Lock.Address):
 				// Whoever needs what it holds waits too.
 				li.Waiters = append(li.Waiters, w)
 			case rule.Idle:

@@ -114,8 +114,10 @@ func joinsThread(t *Thread, from int) bool {
 	return false
 }
 
-// holdsOther reports whether t holds a lock other than addr.
-func holdsOther(t *Thread, addr string) bool {
+// HoldsOtherThan reports whether t holds a lock other than the one at
+// addr: a thread that waits while it holds one is contention whatever it
+// waits for, since whoever needs that lock waits too.
+func (t *Thread) HoldsOtherThan(addr string) bool {
 	for _, l := range t.Holds() {
 		if l.Address != addr {
 			return true
