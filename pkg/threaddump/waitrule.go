@@ -55,7 +55,7 @@ func (r WaitRule) Reason() string {
 // where in the program.
 var waitMachineryTypes = []string{
 	"Queue", "Deque", "Future", "Promise", "Latch", "Semaphore", "Barrier",
-	"Condition", "Exchanger", "Phaser", "WaitStrategy",
+	"Condition", "Exchanger", "Phaser",
 }
 
 // jdkWaitingClasses are the JDK's waiting machinery: its concurrency

@@ -60,7 +60,7 @@ func TestWaitRule(t *testing.T) {
 		{"unseen: disruptor consumer waits for the next event", with(cond,
 			"com.lmax.disruptor.BlockingWaitStrategy.waitFor", "com.lmax.disruptor.ProcessingSequenceBarrier.waitFor",
 			"com.lmax.disruptor.BatchEventProcessor.processEvents", "com.lmax.disruptor.BatchEventProcessor.run",
-			"java.lang.Thread.run"), "com.acme", true, "com.lmax.disruptor.BatchEventProcessor.processEvents"},
+			"java.lang.Thread.run"), "com.acme", true, "com.lmax.disruptor.BlockingWaitStrategy.waitFor"},
 		{"program's consumer loop takes from a queue", with(cond, "java.util.concurrent.LinkedBlockingQueue.take",
 			"com.acme.Consumer.run", "java.lang.Thread.run"), "com.acme", true, "com.acme.Consumer.run"},
 		{"exhausted connection pool", with(park, "java.util.concurrent.SynchronousQueue$TransferStack.transfer",
