@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -56,7 +56,7 @@ type Aggregator struct {
 
 	snapshots   int
 	first, last time.Time
-	target      *sample.Target
+	target      *snapshot.Target
 	// sampled is the time the snapshots cover: the sum of their intervals.
 	sampled time.Duration
 
@@ -102,8 +102,8 @@ type Aggregator struct {
 	warnings []string
 	missing  map[string]bool
 	errors   int
-	jvmFirst *sample.JVMCounters
-	jvmLast  *sample.JVMCounters
+	jvmFirst *snapshot.JVMCounters
+	jvmLast  *snapshot.JVMCounters
 
 	jfr *jfrAgg // JFR waits and GC pauses (jfrwaits.go); nil without a recording
 }
@@ -140,7 +140,7 @@ type costAgg struct {
 }
 
 // Add feeds one snapshot.
-func (a *Aggregator) Add(s *sample.Snapshot) {
+func (a *Aggregator) Add(s *snapshot.Snapshot) {
 	// Every mode computes from wall-clock times: a live snapshot's
 	// monotonic clock reading is not in a recording, and a replay must
 	// give the live run's numbers exactly.
@@ -198,7 +198,7 @@ func (a *Aggregator) Add(s *sample.Snapshot) {
 // step advances the clock and returns the time this snapshot stands for:
 // the time since the previous snapshot (a delayed tick stands for more), or
 // for the first one the run's interval (zero for dumps without times).
-func (a *Aggregator) step(s *sample.Snapshot) time.Duration {
+func (a *Aggregator) step(s *snapshot.Snapshot) time.Duration {
 	t := s.Time
 	if t.IsZero() && s.Dump != nil {
 		t = s.Dump.Time
@@ -220,7 +220,7 @@ func (a *Aggregator) step(s *sample.Snapshot) time.Duration {
 	return dt
 }
 
-func (a *Aggregator) addCost(s *sample.Snapshot) {
+func (a *Aggregator) addCost(s *snapshot.Snapshot) {
 	c := &a.cost
 	if s.Threads != nil || s.DumpCost != nil {
 		c.samples++
@@ -247,7 +247,7 @@ func (a *Aggregator) addCost(s *sample.Snapshot) {
 }
 
 // addJFRPause counts the pause a JFR read caused among ctprof's pauses.
-func (a *Aggregator) addJFRPause(s *sample.Snapshot) {
+func (a *Aggregator) addJFRPause(s *snapshot.Snapshot) {
 	if s.JFRPause > 0 {
 		a.cost.pause += s.JFRPause
 		a.cost.pauseKnown = true

@@ -14,18 +14,18 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctprof/ctprof/internal/procfs"
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
 var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 
 // liveSnap builds a /proc snapshot at second i of a run with a 1 s interval.
-func liveSnap(i int, threads []procfs.Thread) *sample.Snapshot {
-	return &sample.Snapshot{
+func liveSnap(i int, threads []procfs.Thread) *snapshot.Snapshot {
+	return &snapshot.Snapshot{
 		Time:     t0.Add(time.Duration(i) * time.Second),
 		Interval: time.Second,
-		Target:   sample.Target{PID: 42, Name: "app", Kind: sample.KindNative, CPUs: 2},
+		Target:   snapshot.Target{PID: 42, Name: "app", Kind: snapshot.KindNative, CPUs: 2},
 		Threads:  threads,
 		Host:     &procfs.Host{ContextSwitches: uint64(1000 * i), CPUs: 2},
 	}
@@ -100,8 +100,8 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6 mixed mode):
 		return ds[0]
 	}
 	a := New()
-	a.Add(&sample.Snapshot{Dump: dump("0x00000000aaaa0000", t0)})
-	a.Add(&sample.Snapshot{Dump: dump("0x00000000bbbb0000", t0.Add(10*time.Second))})
+	a.Add(&snapshot.Snapshot{Dump: dump("0x00000000aaaa0000", t0)})
+	a.Add(&snapshot.Snapshot{Dump: dump("0x00000000bbbb0000", t0.Add(10*time.Second))})
 	s := a.Summary()
 	require.Len(t, s.Locks, 1)
 	l := s.Locks[0]
@@ -308,7 +308,7 @@ func TestTablesAreBounded(t *testing.T) {
 	}
 	ds, err := threaddump.ParseString(b.String())
 	require.NoError(t, err)
-	a.Add(&sample.Snapshot{Dump: ds[0]})
+	a.Add(&snapshot.Snapshot{Dump: ds[0]})
 	stacks := a.Stacks()
 	assert.LessOrEqual(t, len(stacks), 51)
 	total := 0

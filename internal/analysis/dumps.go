@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -116,7 +116,7 @@ func (s *FoldedStack) InState(state string) int {
 // absent from the latest dump are forgotten first.
 const maxJavaThreads = 20000
 
-func (a *Aggregator) addDump(s *sample.Snapshot, dt time.Duration) dumpTick {
+func (a *Aggregator) addDump(s *snapshot.Snapshot, dt time.Duration) dumpTick {
 	d := s.Dump
 	a.dumps++
 	seq := a.dumps
@@ -195,7 +195,7 @@ func (a *Aggregator) dumpPoolNames(d *threaddump.Dump) []string {
 // first dump stands for the sample interval, which is known when it
 // arrives (a mean dump spacing is not), so counters built on it never go
 // back; dump files have no interval and their first dump counts no time.
-func (a *Aggregator) dumpSpan(s *sample.Snapshot) time.Duration {
+func (a *Aggregator) dumpSpan(s *snapshot.Snapshot) time.Duration {
 	at := s.Time
 	if at.IsZero() {
 		at = s.Dump.Time

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -142,7 +142,7 @@ type jfrSiteAgg struct {
 }
 
 // addJFR folds one snapshot's JFR waits and GC pauses in.
-func (a *Aggregator) addJFR(s *sample.Snapshot) {
+func (a *Aggregator) addJFR(s *snapshot.Snapshot) {
 	for _, l := range s.CPULoads {
 		if l.Time.IsZero() {
 			continue
@@ -172,7 +172,7 @@ func (a *Aggregator) addJFR(s *sample.Snapshot) {
 	}
 }
 
-func (a *Aggregator) addJFRWait(j *jfrAgg, w *sample.WaitEvent) {
+func (a *Aggregator) addJFRWait(j *jfrAgg, w *snapshot.WaitEvent) {
 	d := max(w.Duration, 0)
 	j.events++
 	j.wait += d
@@ -272,7 +272,7 @@ type jfrResourceAgg struct {
 // compute a waiter's: its kind and class, and the call-site method where
 // its code calls into the waiting machinery (the wait rule's call site for
 // a park or a wait(), the first application frame for a monitor enter).
-func jfrSiteID(w *sample.WaitEvent, resource string) string {
+func jfrSiteID(w *snapshot.WaitEvent, resource string) string {
 	site := ""
 	switch w.Event {
 	case "jdk.ThreadPark":
@@ -287,7 +287,7 @@ func jfrSiteID(w *sample.WaitEvent, resource string) string {
 }
 
 // jfrResource is what a waited-for object is, in the lock table's terms.
-func jfrResource(w *sample.WaitEvent) string {
+func jfrResource(w *snapshot.WaitEvent) string {
 	switch w.Event {
 	case "jdk.ThreadPark":
 		return string(threaddump.KindSynchronizer)

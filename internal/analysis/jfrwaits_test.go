@@ -15,7 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/analysis"
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/source"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -27,14 +28,14 @@ func jfrFixture(t *testing.T) string {
 
 // feedJFR streams a recording into a new Aggregator, in batches of batch
 // events, and returns it with every wait read.
-func feedJFR(t *testing.T, file string, batch int) (*analysis.Aggregator, []sample.WaitEvent) {
+func feedJFR(t *testing.T, file string, batch int) (*analysis.Aggregator, []snapshot.WaitEvent) {
 	t.Helper()
 	f, err := os.Open(file)
 	require.NoError(t, err)
 	defer f.Close()
 	agg := analysis.New()
-	r := sample.NewJFRReader(f, filepath.Base(file), sample.JFROptions{MaxEvents: batch})
-	var waits []sample.WaitEvent
+	r := source.NewJFRReader(f, filepath.Base(file), source.JFROptions{MaxEvents: batch})
+	var waits []snapshot.WaitEvent
 	for {
 		s, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -134,16 +135,16 @@ func TestJFRMemoryBounded(t *testing.T) {
 	agg := analysis.NewWithOptions(analysis.Options{MaxLocks: 20, MaxStacks: 30})
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for b := 0; b < 50; b++ {
-		var ws []sample.WaitEvent
+		var ws []snapshot.WaitEvent
 		for i := 0; i < 100; i++ {
 			n := b*100 + i
-			ws = append(ws, sample.WaitEvent{
+			ws = append(ws, snapshot.WaitEvent{
 				Kind: "monitor", Event: "jdk.JavaMonitorEnter", Start: base.Add(time.Duration(n) * time.Millisecond),
 				Duration: time.Duration(n%17+1) * time.Millisecond, Thread: "w", Class: "C", Address: uint64(0x1000 + n),
 				Stack: []threaddump.Frame{{Class: "app.C", Method: "m" + string(rune('a'+n%40))}},
 			})
 		}
-		agg.Add(&sample.Snapshot{Time: base.Add(time.Duration(b) * 100 * time.Millisecond), Waits: ws})
+		agg.Add(&snapshot.Snapshot{Time: base.Add(time.Duration(b) * 100 * time.Millisecond), Waits: ws})
 	}
 	s := agg.Summary()
 	n := 0

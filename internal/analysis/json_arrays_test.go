@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,7 +16,7 @@ func TestSummaryArraysAreNeverAbsent(t *testing.T) {
 	ds, err := threaddump.ParseBytes([]byte("Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6 mixed mode):\n\n\"main\" #1 prio=5 os_prio=0 tid=0x1 nid=0x2 runnable  [0x0]\n   java.lang.Thread.State: RUNNABLE\n\tat app.Main.main(Main.java:1)\n\n"))
 	require.NoError(t, err)
 	a := New()
-	a.Add(&sample.Snapshot{Dump: ds[0]})
+	a.Add(&snapshot.Snapshot{Dump: ds[0]})
 	b, err := json.Marshal(a.Summary())
 	require.NoError(t, err)
 	var m map[string]any

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -131,7 +131,7 @@ func addDump(t *testing.T, a *Aggregator, dump []byte) {
 	t.Helper()
 	d := parseDump(t, dump)
 	d.Time = time.Now() // jcmd's header has whole seconds only
-	a.Add(&sample.Snapshot{Time: d.Time, Dump: d})
+	a.Add(&snapshot.Snapshot{Time: d.Time, Dump: d})
 }
 
 func firstLockFinding(s *Summary) *Finding {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/ctprof/ctprof/internal/procfs"
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -28,13 +28,13 @@ type osAgg struct {
 	// runnableSum adds up the threads in state R over the samples.
 	runnableSum int
 
-	hostFirst, hostLast   *sample.Host
+	hostFirst, hostLast   *snapshot.Host
 	hostFirstT, hostLastT time.Time
-	prevHost              *sample.Host
+	prevHost              *snapshot.Host
 
 	conds map[uint64]*condAgg
 
-	conns *sample.Connections
+	conns *snapshot.Connections
 
 	// javaNames remembers the Java thread behind each OS thread from the
 	// latest dump, so /proc samples between dumps carry Java names too.
@@ -91,7 +91,7 @@ func (c counters) add(o counters) counters {
 
 // countersOf reads a thread's counters. CPU comes from schedstat's run time
 // (nanoseconds) when the kernel has it, from stat's clock ticks otherwise.
-func countersOf(t *sample.OSThread) counters {
+func countersOf(t *snapshot.OSThread) counters {
 	cpu := t.RunTime
 	if cpu == 0 {
 		cpu = t.CPU()
@@ -136,7 +136,7 @@ type osThreadAgg struct {
 }
 
 type condAgg struct {
-	fw        sample.FutexWait
+	fw        snapshot.FutexWait
 	samples   int
 	waiterSum int
 	peak      int
@@ -149,7 +149,7 @@ func newOSAgg() *osAgg {
 // maxConditions bounds the condition-wait table.
 const maxConditions = 200
 
-func (o *osAgg) addCondition(fw sample.FutexWait) {
+func (o *osAgg) addCondition(fw snapshot.FutexWait) {
 	c := o.conds[fw.Address]
 	if c == nil {
 		if len(o.conds) >= maxConditions {
@@ -175,7 +175,7 @@ func (o *osAgg) total() counters {
 }
 
 // addLive feeds the /proc part of a snapshot.
-func (a *Aggregator) addLive(s *sample.Snapshot, dt time.Duration, tick dumpTick) {
+func (a *Aggregator) addLive(s *snapshot.Snapshot, dt time.Duration, tick dumpTick) {
 	o := a.os
 	o.samples++
 	n := o.samples
@@ -351,7 +351,7 @@ func (o *osAgg) latest() []*osThreadAgg {
 
 // curNames names the threads of the latest sample by tid. The index is
 // built on the first call only: most samples name no waiter.
-func (o *osAgg) curNames(s *sample.Snapshot) func(tid int) string {
+func (o *osAgg) curNames(s *snapshot.Snapshot) func(tid int) string {
 	var byTID map[int]int
 	return func(tid int) string {
 		if byTID == nil {
@@ -368,7 +368,7 @@ func (o *osAgg) curNames(s *sample.Snapshot) func(tid int) string {
 }
 
 // addLiveSeries adds this sample's points to the timelines.
-func (a *Aggregator) addLiveSeries(s *sample.Snapshot, running int) {
+func (a *Aggregator) addLiveSeries(s *snapshot.Snapshot, running int) {
 	o := a.os
 	t := s.Time
 	total := o.total()

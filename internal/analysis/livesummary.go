@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -273,7 +273,7 @@ func (a *Aggregator) scheduling(total counters, wall float64) *Scheduling {
 		wait time.Duration
 	}
 	minWait := time.Duration(sufferingMinWait * wall * float64(time.Second))
-	jvm := a.target != nil && a.target.Kind == sample.KindJVM
+	jvm := a.target != nil && a.target.Kind == snapshot.KindJVM
 	var rows []row
 	for k, ta := range o.threads {
 		// A JVM's attach listener runs when ctprof asks for a dump: its

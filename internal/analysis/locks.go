@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -647,11 +647,11 @@ func dominantWaitFrame(ws []threaddump.Waiter) string {
 
 // addFutexLocks folds one live sample's futex waits in: locks (and waits
 // the kernel cannot classify) into the lock table, condition waits apart.
-func (a *Aggregator) addFutexLocks(s *sample.Snapshot, dt time.Duration, names func(tid int) string) map[string][]int {
+func (a *Aggregator) addFutexLocks(s *snapshot.Snapshot, dt time.Duration, names func(tid int) string) map[string][]int {
 	waiters := map[string][]int{}
 	now := map[string]int{}
 	for _, fw := range s.Futexes {
-		if fw.Kind == sample.FutexCondition {
+		if fw.Kind == snapshot.FutexCondition {
 			a.os.addCondition(fw)
 			continue
 		}
@@ -667,7 +667,7 @@ func (a *Aggregator) addFutexLocks(s *sample.Snapshot, dt time.Duration, names f
 				la.symbol = strPtr(fw.Location.String())
 			}
 		}
-		if la.futexKind == "" || fw.Kind != sample.FutexUnknown {
+		if la.futexKind == "" || fw.Kind != snapshot.FutexUnknown {
 			la.futexKind = string(fw.Kind)
 		}
 		n := len(fw.TIDs)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 	"github.com/stretchr/testify/assert"
@@ -67,7 +68,7 @@ func TestJVMStripedLocksAreNoHotspot(t *testing.T) {
 				})
 				d := parseDump(t, last)
 				d.Time = time.Now() // jcmd's header has whole seconds only
-				a.Add(&sample.Snapshot{Time: d.Time, Dump: d})
+				a.Add(&snapshot.Snapshot{Time: d.Time, Dump: d})
 			}
 			p.Stop()
 			truth := waitersByAddress(last, class)
@@ -110,7 +111,7 @@ func TestJVMTwoMonitorsOneSiteAreTwoLocks(t *testing.T) {
 			})
 			p.Stop()
 			a := New()
-			a.Add(&sample.Snapshot{Dump: parseDump(t, dump)})
+			a.Add(&snapshot.Snapshot{Dump: parseDump(t, dump)})
 			s := a.Summary()
 			truth := waitersByAddress(dump, class)
 			require.Len(t, truth, 2)
@@ -178,7 +179,7 @@ func TestJVMMonitorDeadlockOneWaiterPerLock(t *testing.T) {
 	dump := p.ThreadPrint(t)
 	p.Stop()
 	a := New()
-	a.Add(&sample.Snapshot{Dump: parseDump(t, dump)})
+	a.Add(&snapshot.Snapshot{Dump: parseDump(t, dump)})
 	s := a.Summary()
 	// The JVM's deadlock report repeats the cycle's stacks: count the
 	// thread list only.
@@ -218,7 +219,7 @@ func TestJVMBlockedSecondsMatchMeasuredWaits(t *testing.T) {
 			require.NoError(t, err)
 			a := New()
 			var dumpTimes []time.Time
-			_, err = smp.Run(context.Background(), func(s *sample.Snapshot) {
+			_, err = smp.Run(context.Background(), func(s *snapshot.Snapshot) {
 				if s.Dump != nil {
 					dumpTimes = append(dumpTimes, s.Time)
 				}

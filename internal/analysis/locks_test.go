@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ctprof/ctprof/internal/procfs"
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,7 +71,7 @@ func TestLockIdentityByInstance(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := New()
 			for i, d := range tc.dumps {
-				a.Add(&sample.Snapshot{Dump: monitorDump(t, t0.Add(time.Duration(i)*time.Second), "app.Cache", d)})
+				a.Add(&snapshot.Snapshot{Dump: monitorDump(t, t0.Add(time.Duration(i)*time.Second), "app.Cache", d)})
 			}
 			s := a.Summary()
 			got := map[string][2]int{}
@@ -92,7 +92,7 @@ func TestStripedSiteIsNoHotspot(t *testing.T) {
 		for k := 0; k < 64; k++ {
 			locks[fmt.Sprintf("0x%016x", 0x1000+k*0x100)] = 1
 		}
-		a.Add(&sample.Snapshot{Dump: monitorDump(t, t0.Add(time.Duration(i)*time.Second), "app.Stripe", locks)})
+		a.Add(&snapshot.Snapshot{Dump: monitorDump(t, t0.Add(time.Duration(i)*time.Second), "app.Stripe", locks)})
 	}
 	s := a.Summary()
 	assert.Len(t, s.Locks, 64)
@@ -111,13 +111,13 @@ func TestStripedSiteIsNoHotspot(t *testing.T) {
 
 	// One hot lock of the same class at the same site is not striped.
 	b := New()
-	b.Add(&sample.Snapshot{Dump: monitorDump(t, t0, "app.Stripe", map[string]int{"0x1000": 1, "0x2000": 6})})
+	b.Add(&snapshot.Snapshot{Dump: monitorDump(t, t0, "app.Stripe", map[string]int{"0x1000": 1, "0x2000": 6})})
 	assert.False(t, b.Summary().ContentionSites[0].Striped)
 }
 
 func TestNoCriticalFromOneDump(t *testing.T) {
 	a := New()
-	a.Add(&sample.Snapshot{Dump: monitorDump(t, t0, "app.Cache", map[string]int{"0x1000": 7})})
+	a.Add(&snapshot.Snapshot{Dump: monitorDump(t, t0, "app.Cache", map[string]int{"0x1000": 7})})
 	s := a.Summary()
 	require.Len(t, s.Locks, 1)
 	assert.Equal(t, 1, s.Locks[0].DumpsSeen)
@@ -134,7 +134,7 @@ func TestNoCriticalFromOneDump(t *testing.T) {
 	// The same lock over three dumps is critical.
 	b := New()
 	for i := 0; i < 3; i++ {
-		b.Add(&sample.Snapshot{Dump: monitorDump(t, t0.Add(time.Duration(i)*time.Second), "app.Cache", map[string]int{"0x1000": 7})})
+		b.Add(&snapshot.Snapshot{Dump: monitorDump(t, t0.Add(time.Duration(i)*time.Second), "app.Cache", map[string]int{"0x1000": 7})})
 	}
 	sev := ""
 	for _, f := range b.Summary().Findings {
@@ -173,8 +173,8 @@ func TestBlockedSecondsWeighByDumpSpacing(t *testing.T) {
 // dump being added (they have no waiters counted yet).
 func TestFullLockTableKeepsTheCurrentDump(t *testing.T) {
 	a := NewWithOptions(Options{MaxLocks: 4})
-	a.Add(&sample.Snapshot{Dump: monitorDump(t, t0, "app.Old", map[string]int{"0x1": 1, "0x2": 1, "0x3": 1, "0x4": 1})})
-	a.Add(&sample.Snapshot{Dump: monitorDump(t, t0.Add(time.Second), "app.New", map[string]int{"0x5": 2, "0x6": 2, "0x7": 2})})
+	a.Add(&snapshot.Snapshot{Dump: monitorDump(t, t0, "app.Old", map[string]int{"0x1": 1, "0x2": 1, "0x3": 1, "0x4": 1})})
+	a.Add(&snapshot.Snapshot{Dump: monitorDump(t, t0.Add(time.Second), "app.New", map[string]int{"0x5": 2, "0x6": 2, "0x7": 2})})
 	s := a.Summary()
 	n := 0
 	for _, l := range s.Locks {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 )
 
@@ -19,12 +20,12 @@ import (
 var (
 	oneShotOnce sync.Once
 	oneShot     struct {
-		snap *sample.Snapshot
+		snap *snapshot.Snapshot
 		err  error
 	}
 )
 
-func oneShotSnapshot(tb testing.TB) *sample.Snapshot {
+func oneShotSnapshot(tb testing.TB) *snapshot.Snapshot {
 	tb.Helper()
 	oneShotOnce.Do(func() {
 		p := testjvm.Start(tb, testjvm.JDK17(tb), "ManyThreads", "2000", "21")
@@ -35,7 +36,7 @@ func oneShotSnapshot(tb testing.TB) *sample.Snapshot {
 			return
 		}
 		defer s.Close()
-		if _, err := s.Run(context.Background(), func(snap *sample.Snapshot) { oneShot.snap = snap }); err != nil {
+		if _, err := s.Run(context.Background(), func(snap *snapshot.Snapshot) { oneShot.snap = snap }); err != nil {
 			oneShot.err = err
 		}
 	})

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -74,7 +74,7 @@ type serAcc struct {
 
 // addPools counts the live sample's threads by pool, fits pool sizes
 // against connections, and accumulates serialization for futex locks.
-func (a *Aggregator) addPools(s *sample.Snapshot, futexWaiters map[string][]int) {
+func (a *Aggregator) addPools(s *snapshot.Snapshot, futexWaiters map[string][]int) {
 	o := a.os
 	if s.Connections == nil && len(futexWaiters) == 0 {
 		return // nothing reads the pools' sizes

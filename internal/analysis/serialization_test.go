@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
@@ -21,7 +21,7 @@ import (
 func serializationOf(t *testing.T, d *threaddump.Dump) []Serialization {
 	t.Helper()
 	a := New()
-	a.Add(&sample.Snapshot{Time: d.Time, Dump: d})
+	a.Add(&snapshot.Snapshot{Time: d.Time, Dump: d})
 	return a.Summary().Serialization
 }
 

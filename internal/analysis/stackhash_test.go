@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -34,12 +34,12 @@ func stackDump(threads ...string) string {
 	return b.String()
 }
 
-func dumpSnap(t *testing.T, i int, text string) *sample.Snapshot {
+func dumpSnap(t *testing.T, i int, text string) *snapshot.Snapshot {
 	t.Helper()
 	dumps, err := threaddump.ParseString(text)
 	require.NoError(t, err)
 	require.Len(t, dumps, 1)
-	return &sample.Snapshot{Time: t0.Add(time.Duration(i) * time.Second), Interval: time.Second, Dump: dumps[0]}
+	return &snapshot.Snapshot{Time: t0.Add(time.Duration(i) * time.Second), Interval: time.Second, Dump: dumps[0]}
 }
 
 // TestStuckThreadsCompareWholeStacks checks that a thread counts as stuck

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,7 +60,7 @@ func TestJVMGroupCommitConvoyIsContention(t *testing.T) {
 				dumps = append(dumps, d)
 				pd := parseDump(t, d)
 				pd.Time = time.Now()
-				a.Add(&sample.Snapshot{Time: pd.Time, Dump: pd})
+				a.Add(&snapshot.Snapshot{Time: pd.Time, Dump: pd})
 			}
 			p.Stop()
 			s := a.Summary()
@@ -114,7 +114,7 @@ func TestJVMRowLockWaitsAreContention(t *testing.T) {
 			})
 			p.Stop()
 			a := New()
-			a.Add(&sample.Snapshot{Dump: parseDump(t, dump)})
+			a.Add(&snapshot.Snapshot{Dump: parseDump(t, dump)})
 			s := a.Summary()
 			truth, kinds := waitsOn(dump, class)
 			require.NotEmpty(t, truth)
@@ -164,7 +164,7 @@ func TestJVMIdleWaitsAreNotContention(t *testing.T) {
 	dump := p.ThreadPrint(t)
 	p.Stop()
 	a := New()
-	a.Add(&sample.Snapshot{Dump: parseDump(t, dump)})
+	a.Add(&snapshot.Snapshot{Dump: parseDump(t, dump)})
 	for _, l := range a.Summary().Locks {
 		assert.NotContains(t, l.WaiterThreads, "bystander")
 		assert.NotContains(t, l.WaiterThreads, "Reference Handler")

@@ -13,7 +13,8 @@ import (
 
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/report"
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/source"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -201,7 +202,7 @@ func readDumps(stdin io.Reader, name string, agg *analysis.Aggregator) (int, err
 		r = f
 	}
 	br := bufio.NewReader(r)
-	if head, _ := br.Peek(len(sample.JFRMagic)); sample.IsJFR(head) {
+	if head, _ := br.Peek(len(source.JFRMagic)); source.IsJFR(head) {
 		return readJFR(br, name, src, agg)
 	}
 	if gzippedJFR(br) {
@@ -220,7 +221,7 @@ func readDumps(stdin io.Reader, name string, agg *analysis.Aggregator) (int, err
 		if err != nil {
 			break
 		}
-		agg.Add(&sample.Snapshot{Time: d.Time, Source: src, Dump: d})
+		agg.Add(&snapshot.Snapshot{Time: d.Time, Source: src, Dump: d})
 		n++
 	}
 	for _, w := range dr.Warnings() {
@@ -249,20 +250,20 @@ func gzippedJFR(br *bufio.Reader) bool {
 	if err != nil {
 		return false
 	}
-	magic := make([]byte, len(sample.JFRMagic))
+	magic := make([]byte, len(source.JFRMagic))
 	n, _ := io.ReadFull(zr, magic)
-	return sample.IsJFR(magic[:n])
+	return source.IsJFR(magic[:n])
 }
 
 // readJFR streams a JFR recording into agg in bounded batches (waits, GC
 // pauses, and the thread dumps it holds) and returns how many snapshots it
 // added.
 func readJFR(r io.Reader, name, src string, agg *analysis.Aggregator) (int, error) {
-	jr := sample.NewJFRReader(r, src, sample.JFROptions{})
+	jr := source.NewJFRReader(r, src, source.JFROptions{})
 	n := 0
 	var err error
 	for {
-		var s *sample.Snapshot
+		var s *snapshot.Snapshot
 		s, err = jr.Next()
 		if err != nil {
 			break
@@ -274,9 +275,9 @@ func readJFR(r io.Reader, name, src string, agg *analysis.Aggregator) (int, erro
 		if n == 0 {
 			// A recording without the events read is a valid answer (no
 			// wait passed the recording's threshold), not a failure.
-			agg.Add(&sample.Snapshot{Source: src})
+			agg.Add(&snapshot.Snapshot{Source: src})
 			agg.AddWarning(name + ": the recording holds no lock waits, thread dumps or GC pauses (" +
-				strings.Join(sample.JFREventTypes, ", ") + "); enable them, with a threshold, to see contention")
+				strings.Join(source.JFREventTypes, ", ") + "); enable them, with a threshold, to see contention")
 			return 1, nil
 		}
 		return n, nil

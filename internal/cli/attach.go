@@ -23,6 +23,7 @@ import (
 	"github.com/ctprof/ctprof/internal/record"
 	"github.com/ctprof/ctprof/internal/report"
 	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 )
 
 // AttachOptions are the inputs of `ctprof attach`.
@@ -250,7 +251,7 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 	for _, n := range s.Notes() {
 		fmt.Fprintf(opts.IO.ErrOut, "ctprof: %s\n", report.Terminal(n))
 	}
-	reason, runErr := s.Run(ctx, func(snap *sample.Snapshot) {
+	reason, runErr := s.Run(ctx, func(snap *snapshot.Snapshot) {
 		agg.Add(snap)
 		n++
 		if rec != nil && recErr == nil {
@@ -303,14 +304,14 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 
 // statusLine is the one-line progress shown on a terminal. It shows the
 // latest sample as it is; statistics are the Aggregator's, at the end.
-func statusLine(elapsed time.Duration, n int, snap *sample.Snapshot) string {
+func statusLine(elapsed time.Duration, n int, snap *snapshot.Snapshot) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %d samples  %d threads", elapsed.Round(time.Second), n, len(snap.Threads))
 	if c := snap.Connections; c != nil {
 		fmt.Fprintf(&b, "  %d connections", c.Established)
 	}
 	for _, fw := range snap.Futexes {
-		if fw.Kind == sample.FutexCondition {
+		if fw.Kind == snapshot.FutexCondition {
 			continue
 		}
 		name := fmt.Sprintf("futex 0x%x", fw.Address)

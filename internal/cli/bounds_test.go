@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/analysis"
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testnative"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
@@ -241,7 +241,7 @@ func TestAnalyzeStreamSameSummaryAsWholeInput(t *testing.T) {
 	dumps, err := threaddump.ParseString(log.String())
 	require.NoError(t, err)
 	for _, d := range dumps {
-		whole.Add(&sample.Snapshot{Time: d.Time, Source: path, Dump: d})
+		whole.Add(&snapshot.Snapshot{Time: d.Time, Source: path, Dump: d})
 	}
 	streamed := analysis.New()
 	n, err := readDumps(nil, path, streamed)

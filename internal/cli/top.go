@@ -19,6 +19,7 @@ import (
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/report"
 	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/top"
 )
 
@@ -179,7 +180,7 @@ func topRun(ctx context.Context, opts *TopOptions) error {
 	done := make(chan result, 1)
 	go func() {
 		n := 0
-		reason, err := s.Run(sampleCtx, func(snap *sample.Snapshot) {
+		reason, err := s.Run(sampleCtx, func(snap *snapshot.Snapshot) {
 			agg.Add(snap)
 			n++
 			p.Send(top.Refresh{Summary: agg.Summary(), Stacks: top.StacksOf(snap.Dump)})

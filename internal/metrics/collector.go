@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ctprof/ctprof/internal/analysis"
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 )
 
 // DefaultTop is how many locks, pools and waking pools get series of their
@@ -43,7 +43,7 @@ type TargetInfo struct {
 }
 
 // TargetInfoOf converts the Sampler's description of its target.
-func TargetInfoOf(t sample.Target) TargetInfo {
+func TargetInfoOf(t snapshot.Target) TargetInfo {
 	return TargetInfo{PID: t.PID, Name: t.Name, Kind: string(t.Kind)}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -39,7 +40,7 @@ func moduleRoot(t testing.TB) string {
 
 // liveTarget samples pid with a real Sampler every interval until the test
 // ends, feeding a fresh Aggregator, as `ctprof serve` does for each target.
-func liveTarget(t testing.TB, pid int, interval time.Duration) (*analysis.Aggregator, sample.Target) {
+func liveTarget(t testing.TB, pid int, interval time.Duration) (*analysis.Aggregator, snapshot.Target) {
 	t.Helper()
 	s, err := sample.NewSampler(sample.Options{PID: pid, Interval: interval})
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/analysis"
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/source"
 )
 
 // TestJFRLockCounters: the waits of a real recording (pkg/jfr's fixture of
@@ -26,7 +26,7 @@ func TestJFRLockCounters(t *testing.T) {
 	agg := analysis.New()
 	c := NewCollector(CollectorOptions{Top: 1})
 	c.Register(TargetInfo{PID: 4242, Name: "java", Kind: "jvm"}, agg)
-	r := sample.NewJFRReader(f, "locks.jfr", sample.JFROptions{MaxEvents: 300})
+	r := source.NewJFRReader(f, "locks.jfr", source.JFROptions{MaxEvents: 300})
 	prev := map[string]float64{}
 	scrapes := 0
 	for {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 )
 
@@ -25,12 +26,12 @@ var (
 	bigJVMOnce sync.Once
 	bigJVM     struct {
 		agg    *analysis.Aggregator
-		target sample.Target
+		target snapshot.Target
 		err    error
 	}
 )
 
-func bigJVMRun(t testing.TB) (*analysis.Aggregator, sample.Target) {
+func bigJVMRun(t testing.TB) (*analysis.Aggregator, snapshot.Target) {
 	t.Helper()
 	bigJVMOnce.Do(func() {
 		// The JVM is stopped by pid when the first caller ends; the

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/analysis"
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
@@ -26,7 +26,7 @@ func TestLockLabelCarriesTheWaitKind(t *testing.T) {
 	ds, err := threaddump.ParseBytes(dump)
 	require.NoError(t, err)
 	agg := analysis.New()
-	agg.Add(&sample.Snapshot{Dump: ds[0]})
+	agg.Add(&snapshot.Snapshot{Dump: ds[0]})
 	var kind string
 	for _, l := range agg.Summary().Locks {
 		if l.Class == "GroupCommit$Log" {

@@ -24,7 +24,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 )
 
 // FormatVersion is the version this ctprof writes and the newest it reads.
@@ -74,12 +74,12 @@ var (
 // Header describes the recorded run.
 type Header struct {
 	// Version is the ctprof version that wrote the file.
-	Version  string        `json:"ctprof_version"`
-	Start    time.Time     `json:"start"`
-	Target   sample.Target `json:"target"`
-	Interval time.Duration `json:"interval_ns"`
-	Port     int           `json:"port,omitempty"`
-	Host     string        `json:"host,omitempty"`
+	Version  string          `json:"ctprof_version"`
+	Start    time.Time       `json:"start"`
+	Target   snapshot.Target `json:"target"`
+	Interval time.Duration   `json:"interval_ns"`
+	Port     int             `json:"port,omitempty"`
+	Host     string          `json:"host,omitempty"`
 }
 
 // Writer appends snapshots to a recording.
@@ -132,7 +132,7 @@ func Create(path string, h Header) (*Writer, error) {
 // Append adds one snapshot. After a write error (a full disk) the file is
 // cut back to its last complete frame, stays readable, and every further
 // Append returns the error.
-func (w *Writer) Append(s *sample.Snapshot) error {
+func (w *Writer) Append(s *snapshot.Snapshot) error {
 	if w.failed != nil {
 		return w.failed
 	}
@@ -408,7 +408,7 @@ func readN(r io.Reader, b []byte, n int) ([]byte, error) {
 // decoded without it. Only an impossible frame length (the next frame
 // cannot be found) or a partial last frame ends it. Warnings then says
 // what was lost.
-func (r *Reader) Next() (*sample.Snapshot, error) {
+func (r *Reader) Next() (*snapshot.Snapshot, error) {
 	for !r.done {
 		at := r.offset
 		typ, payload, err := r.frame()

@@ -24,18 +24,19 @@ import (
 
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/internal/testnative"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
 // takeSnapshots samples a real process n times.
-func takeSnapshots(t testing.TB, pid, n int) []*sample.Snapshot {
+func takeSnapshots(t testing.TB, pid, n int) []*snapshot.Snapshot {
 	t.Helper()
 	s, err := sample.NewSampler(sample.Options{PID: pid, Interval: 50 * time.Millisecond})
 	require.NoError(t, err)
 	defer s.Close()
-	var out []*sample.Snapshot
+	var out []*snapshot.Snapshot
 	for i := 0; i < n; i++ {
 		snap, err := s.Take(context.Background())
 		require.NoError(t, err)
@@ -45,7 +46,7 @@ func takeSnapshots(t testing.TB, pid, n int) []*sample.Snapshot {
 	return out
 }
 
-func writeAll(t testing.TB, path string, snaps []*sample.Snapshot) {
+func writeAll(t testing.TB, path string, snaps []*snapshot.Snapshot) {
 	t.Helper()
 	w, err := Create(path, Header{Version: "test", Start: time.Unix(1700000000, 0).UTC(), Target: snaps[0].Target, Interval: 50 * time.Millisecond})
 	require.NoError(t, err)
@@ -55,12 +56,12 @@ func writeAll(t testing.TB, path string, snaps []*sample.Snapshot) {
 	require.NoError(t, w.Close())
 }
 
-func readAll(t testing.TB, path string) ([]*sample.Snapshot, *Reader) {
+func readAll(t testing.TB, path string) ([]*snapshot.Snapshot, *Reader) {
 	t.Helper()
 	r, err := Open(path)
 	require.NoError(t, err)
 	defer r.Close()
-	var out []*sample.Snapshot
+	var out []*snapshot.Snapshot
 	for {
 		s, err := r.Next()
 		if err == io.EOF {
@@ -107,10 +108,10 @@ func TestRoundTripJVMDump(t *testing.T) {
 	require.NoError(t, err)
 	snap := takeSnapshots(t, p.PID, 1)[0]
 	snap.DumpText, snap.Dump = text, dumps[0]
-	snap.DumpCost = &sample.DumpCost{Method: "attach", Wall: 12 * time.Millisecond, Pause: 300 * time.Microsecond}
-	snap.JVM = &sample.JVMCounters{LiveThreads: 11, Safepoints: 3, SafepointTime: time.Millisecond, Sync: map[string]int64{"Parks": 5}}
+	snap.DumpCost = &snapshot.DumpCost{Method: "attach", Wall: 12 * time.Millisecond, Pause: 300 * time.Microsecond}
+	snap.JVM = &snapshot.JVMCounters{LiveThreads: 11, Safepoints: 3, SafepointTime: time.Millisecond, Sync: map[string]int64{"Parks": 5}}
 	path := filepath.Join(t.TempDir(), "jvm.ctprof")
-	writeAll(t, path, []*sample.Snapshot{snap})
+	writeAll(t, path, []*snapshot.Snapshot{snap})
 	got, _ := readAll(t, path)
 	require.Len(t, got, 1)
 	assert.Equal(t, text, got[0].DumpText)
@@ -305,7 +306,7 @@ func TestDiskFull(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.ctprof")
 	w, err := Create(path, Header{Version: "test"})
 	require.NoError(t, err)
-	snap := &sample.Snapshot{Time: time.Unix(1, 0), Errors: []string{"x"}}
+	snap := &snapshot.Snapshot{Time: time.Unix(1, 0), Errors: []string{"x"}}
 	require.NoError(t, w.Append(snap))
 	good := w.size
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
@@ -331,8 +332,8 @@ func FuzzReader(f *testing.F) {
 	path := filepath.Join(dir, "seed")
 	w, err := Create(path, Header{Version: "seed"})
 	require.NoError(f, err)
-	require.NoError(f, w.Append(&sample.Snapshot{Time: time.Unix(5, 0), Threads: []sample.OSThread{{TID: 1, Name: "a", State: 'S'}}, Errors: []string{"e"}}))
-	require.NoError(f, w.Append(&sample.Snapshot{Time: time.Unix(6, 0), Threads: []sample.OSThread{{TID: 1, Name: "a", State: 'R', Voluntary: 3}}}))
+	require.NoError(f, w.Append(&snapshot.Snapshot{Time: time.Unix(5, 0), Threads: []snapshot.OSThread{{TID: 1, Name: "a", State: 'S'}}, Errors: []string{"e"}}))
+	require.NoError(f, w.Append(&snapshot.Snapshot{Time: time.Unix(6, 0), Threads: []snapshot.OSThread{{TID: 1, Name: "a", State: 'R', Voluntary: 3}}}))
 	require.NoError(f, w.Close())
 	seed, err := os.ReadFile(path)
 	require.NoError(f, err)
@@ -368,8 +369,8 @@ func TestSmallDamagedRecordingsCostLittle(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "seed")
 	w, err := Create(path, Header{Version: "seed"})
 	require.NoError(t, err)
-	require.NoError(t, w.Append(&sample.Snapshot{Time: time.Unix(5, 0), Threads: []sample.OSThread{{TID: 1, Name: "a", State: 'S'}}, Errors: []string{"e"}}))
-	require.NoError(t, w.Append(&sample.Snapshot{Time: time.Unix(6, 0), Threads: []sample.OSThread{{TID: 1, Name: "a", State: 'R', Voluntary: 3}}}))
+	require.NoError(t, w.Append(&snapshot.Snapshot{Time: time.Unix(5, 0), Threads: []snapshot.OSThread{{TID: 1, Name: "a", State: 'S'}}, Errors: []string{"e"}}))
+	require.NoError(t, w.Append(&snapshot.Snapshot{Time: time.Unix(6, 0), Threads: []snapshot.OSThread{{TID: 1, Name: "a", State: 'R', Voluntary: 3}}}))
 	require.NoError(t, w.Close())
 	seed, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -441,7 +442,7 @@ func BenchmarkRecording4000Threads(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		s := *base
 		s.Time = base.Time.Add(time.Duration(i) * time.Second)
-		s.Threads = append([]sample.OSThread(nil), base.Threads...)
+		s.Threads = append([]snapshot.OSThread(nil), base.Threads...)
 		for k := range s.Threads {
 			// Counters move as a busy process's would.
 			s.Threads[k].Voluntary += uint64(i * (k%7 + 1))
@@ -507,11 +508,11 @@ func (zeroReader) Read(p []byte) (int, error) {
 // Format 2 records each futex wait's expected value and timeout; a
 // version 1 file (without them) still replays, with those fields zero.
 func TestFutexWaitFieldsAndVersion1(t *testing.T) {
-	snap := &sample.Snapshot{
+	snap := &snapshot.Snapshot{
 		Time:    time.Unix(7, 0),
-		Threads: []sample.OSThread{{TID: 3, Name: "w", State: 'S'}},
-		Futexes: []sample.FutexWait{{Address: 0x1000, Kind: "lock", Op: "FUTEX_WAIT_PRIVATE", TIDs: []int{3}, Value: 7, Timed: true}},
-		Host:    &sample.Host{CPUs: 2, Load1: 1.5},
+		Threads: []snapshot.OSThread{{TID: 3, Name: "w", State: 'S'}},
+		Futexes: []snapshot.FutexWait{{Address: 0x1000, Kind: "lock", Op: "FUTEX_WAIT_PRIVATE", TIDs: []int{3}, Value: 7, Timed: true}},
+		Host:    &snapshot.Host{CPUs: 2, Load1: 1.5},
 	}
 	for _, version := range []byte{1, FormatVersion} {
 		path := filepath.Join(t.TempDir(), "run.ctprof")
@@ -545,17 +546,17 @@ func TestFutexWaitFieldsAndVersion1(t *testing.T) {
 // so a replay feeds the Aggregator what the run did; a version 2 file
 // reads without them.
 func TestWaitEventsRoundTripAndVersion2(t *testing.T) {
-	snap := &sample.Snapshot{
+	snap := &snapshot.Snapshot{
 		Time: time.Unix(9, 0),
-		Waits: []sample.WaitEvent{{
+		Waits: []snapshot.WaitEvent{{
 			Kind: "monitor", Event: "jdk.JavaMonitorEnter", Start: time.Unix(8, 5), Duration: 12 * time.Millisecond,
 			Thread: "worker-1", JavaThreadID: 21, OSThreadID: 4242, Class: "app.Log", Address: 0xffd19730,
 			Other: "flusher", Timeout: time.Second, TimedOut: true,
 			Stack: []threaddump.Frame{{Class: "app.Log", Method: "append", File: "Log.java", Line: 42}, {Class: "java.lang.Thread", Method: "run", Module: "java.base@17", Native: true}},
 		}},
-		GCPauses: []sample.GCPause{{Start: time.Unix(8, 9), Name: "G1New", Cause: "Allocation Failure", SumOfPauses: 3 * time.Millisecond, LongestPause: 2 * time.Millisecond}},
+		GCPauses: []snapshot.GCPause{{Start: time.Unix(8, 9), Name: "G1New", Cause: "Allocation Failure", SumOfPauses: 3 * time.Millisecond, LongestPause: 2 * time.Millisecond}},
 		JFRPause: 250 * time.Microsecond,
-		Host:     &sample.Host{CPUs: 2},
+		Host:     &snapshot.Host{CPUs: 2},
 	}
 	for _, version := range []byte{2, FormatVersion} {
 		path := filepath.Join(t.TempDir(), "run.ctprof")

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/ctprof/ctprof/internal/procfs"
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -15,7 +15,7 @@ type threadState map[int]procfs.Thread
 
 // encodeSnapshot writes s. In a delta frame a thread seen in the previous
 // frame has its counters written as differences, which are small.
-func encodeSnapshot(e *encoder, s *sample.Snapshot, prev threadState, key bool) threadState {
+func encodeSnapshot(e *encoder, s *snapshot.Snapshot, prev threadState, key bool) threadState {
 	if s.Time.IsZero() {
 		e.bool(false)
 	} else {
@@ -155,7 +155,7 @@ func encodeSnapshot(e *encoder, s *sample.Snapshot, prev threadState, key bool) 
 
 // encodeWaits writes the waits and GC pauses a JVM recorded (JFR), so a
 // replay of an attach --jfr run feeds the Aggregator what the run did.
-func encodeWaits(e *encoder, s *sample.Snapshot) {
+func encodeWaits(e *encoder, s *snapshot.Snapshot) {
 	e.uvarint(uint64(len(s.Waits)))
 	for i := range s.Waits {
 		w := &s.Waits[i]
@@ -193,11 +193,11 @@ func encodeWaits(e *encoder, s *sample.Snapshot) {
 }
 
 // decodeWaits reads what encodeWaits wrote.
-func decodeWaits(d *decoder, s *sample.Snapshot) {
+func decodeWaits(d *decoder, s *snapshot.Snapshot) {
 	if n := d.count(13); n > 0 {
-		s.Waits = make([]sample.WaitEvent, 0, n)
+		s.Waits = make([]snapshot.WaitEvent, 0, n)
 		for i := 0; i < n && d.err == nil; i++ {
-			var w sample.WaitEvent
+			var w snapshot.WaitEvent
 			w.Kind = d.str()
 			w.Event = d.str()
 			w.Start = time.Unix(0, d.varint())
@@ -211,10 +211,10 @@ func decodeWaits(d *decoder, s *sample.Snapshot) {
 			w.Timeout = d.duration()
 			w.TimedOut = d.bool()
 			if nf := d.count(6); nf > 0 {
-				w.Stack = make([]threaddump.Frame, 0, min(nf, sample.MaxWaitEventFrames))
+				w.Stack = make([]threaddump.Frame, 0, min(nf, snapshot.MaxWaitEventFrames))
 				for k := 0; k < nf && d.err == nil; k++ {
 					f := threaddump.Frame{Class: d.str(), Method: d.str(), Module: d.str(), File: d.str(), Line: d.int(), Native: d.bool()}
-					if len(w.Stack) < sample.MaxWaitEventFrames {
+					if len(w.Stack) < snapshot.MaxWaitEventFrames {
 						w.Stack = append(w.Stack, f)
 					}
 				}
@@ -224,9 +224,9 @@ func decodeWaits(d *decoder, s *sample.Snapshot) {
 	}
 	s.JFRPause = d.duration()
 	if n := d.count(5); n > 0 {
-		s.GCPauses = make([]sample.GCPause, 0, n)
+		s.GCPauses = make([]snapshot.GCPause, 0, n)
 		for i := 0; i < n && d.err == nil; i++ {
-			s.GCPauses = append(s.GCPauses, sample.GCPause{
+			s.GCPauses = append(s.GCPauses, snapshot.GCPause{
 				Start: time.Unix(0, d.varint()), Name: d.str(), Cause: d.str(),
 				SumOfPauses: d.duration(), LongestPause: d.duration(),
 			})
@@ -245,14 +245,14 @@ func encodeLocation(e *encoder, l procfs.Location) {
 }
 
 // decodeSnapshot reads what encodeSnapshot wrote.
-func decodeSnapshot(d *decoder, prev threadState, key bool) (*sample.Snapshot, threadState) {
-	s := &sample.Snapshot{}
+func decodeSnapshot(d *decoder, prev threadState, key bool) (*snapshot.Snapshot, threadState) {
+	s := &snapshot.Snapshot{}
 	if d.bool() {
 		s.Time = time.Unix(0, d.varint())
 	}
 	s.Target.PID = d.int()
 	s.Target.Name = d.str()
-	s.Target.Kind = sample.TargetKind(d.str())
+	s.Target.Kind = snapshot.TargetKind(d.str())
 	s.Target.CPUs = d.int()
 	s.Source = d.str()
 	s.Interval = d.duration()
@@ -361,7 +361,7 @@ func decodeSnapshot(d *decoder, prev threadState, key bool) (*sample.Snapshot, t
 	}
 
 	if d.bool() {
-		j := &sample.JVMCounters{}
+		j := &snapshot.JVMCounters{}
 		j.LiveThreads, j.DaemonThreads, j.PeakThreads, j.StartedThreads, j.Safepoints = d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
 		j.SafepointTime = d.duration()
 		j.GCTime = d.duration()
@@ -381,7 +381,7 @@ func decodeSnapshot(d *decoder, prev threadState, key bool) (*sample.Snapshot, t
 	}
 
 	if d.bool() {
-		s.DumpCost = &sample.DumpCost{Method: d.str(), Wall: d.duration(), Pause: d.duration()}
+		s.DumpCost = &snapshot.DumpCost{Method: d.str(), Wall: d.duration(), Pause: d.duration()}
 	}
 	if d.bool() {
 		text := d.bytes()

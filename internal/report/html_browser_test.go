@@ -13,7 +13,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/browsertest"
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testcorpus"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
@@ -33,7 +33,7 @@ func writeReport(t *testing.T, sources []string, dumps []*threaddump.Dump) strin
 	t.Helper()
 	a := analysis.New()
 	for _, d := range dumps {
-		a.Add(&sample.Snapshot{Time: d.Time, Dump: d})
+		a.Add(&snapshot.Snapshot{Time: d.Time, Dump: d})
 	}
 	path := filepath.Join(t.TempDir(), "report.html")
 	f, err := os.Create(path)
@@ -103,7 +103,7 @@ func hostileAggregator(t *testing.T, c struct{ name, thread, frame, lock string 
 	require.Len(t, dumps[0].Threads, 3)
 	require.Equal(t, c.frame, dumps[0].Threads[0].Frames[0].Function(), "the parser keeps the hostile frame as it is")
 	a := analysis.New()
-	a.Add(&sample.Snapshot{Time: dumps[0].Time, Dump: dumps[0]})
+	a.Add(&snapshot.Snapshot{Time: dumps[0].Time, Dump: dumps[0]})
 	return a
 }
 

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/ctprof/ctprof/internal/testgolden"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/testgolden"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,7 +20,6 @@ import (
 
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/procfs"
-	"github.com/ctprof/ctprof/internal/sample"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 	"github.com/ctprof/ctprof/pkg/usl"
 )
@@ -30,7 +31,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 func smallSeries() *analysis.Aggregator {
 	a := analysis.New()
 	t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
-	target := sample.Target{PID: 4242, Name: "java", Kind: sample.KindJVM, CPUs: 2}
+	target := snapshot.Target{PID: 4242, Name: "java", Kind: snapshot.KindJVM, CPUs: 2}
 	frame := func(class, method string, line int) threaddump.Frame {
 		return threaddump.Frame{Class: class, Method: method, File: "X.java", Line: line}
 	}
@@ -42,7 +43,7 @@ func smallSeries() *analysis.Aggregator {
 				Voluntary: uint64(sec * (k + 1) * 10), Involuntary: uint64(sec * k), RunTime: time.Duration(sec*k) * 10 * time.Millisecond,
 				CPUsAllowed: "0-1", Syscall: procfs.SyscallUnknown})
 		}
-		snap := &sample.Snapshot{Time: t0.Add(time.Duration(sec) * time.Second), Interval: time.Second, Target: target, Threads: threads,
+		snap := &snapshot.Snapshot{Time: t0.Add(time.Duration(sec) * time.Second), Interval: time.Second, Target: target, Threads: threads,
 			Connections: &procfs.Connections{Established: 3, ByLocalPort: map[int]int{8080: 3}},
 			Host:        &procfs.Host{ContextSwitches: uint64(5000 * sec), CPUs: 2}}
 		if sec%5 == 0 {
@@ -75,7 +76,7 @@ func smallSeries() *analysis.Aggregator {
 				d.Threads = append(d.Threads, th)
 			}
 			snap.Dump = d
-			snap.DumpCost = &sample.DumpCost{Method: "attach", Wall: 20 * time.Millisecond, Pause: 2 * time.Millisecond}
+			snap.DumpCost = &snapshot.DumpCost{Method: "attach", Wall: 20 * time.Millisecond, Pause: 2 * time.Millisecond}
 		}
 		a.Add(snap)
 	}
@@ -226,7 +227,7 @@ func jsonString(s string) string {
 
 func TestHTMLWithoutStacks(t *testing.T) {
 	a := analysis.New()
-	a.Add(&sample.Snapshot{Time: time.Unix(0, 0), Interval: time.Second, Target: sample.Target{PID: 7, Name: "cat", Kind: sample.KindNative, CPUs: 1},
+	a.Add(&snapshot.Snapshot{Time: time.Unix(0, 0), Interval: time.Second, Target: snapshot.Target{PID: 7, Name: "cat", Kind: snapshot.KindNative, CPUs: 1},
 		Threads: []procfs.Thread{{TID: 7, Name: "cat", State: 'S', Syscall: procfs.SyscallUnknown}}})
 	page := string(renderHTML(t, a, nil))
 	assert.NotContains(t, page, `id="chart-flame"`)

@@ -15,7 +15,7 @@ import (
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/browsertest"
 	"github.com/ctprof/ctprof/internal/procfs"
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -42,7 +42,7 @@ func hourReport(t testing.TB) []byte {
 	hourOnce.Do(func() {
 		a := analysis.New()
 		t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
-		target := sample.Target{PID: 4242, Name: "java", Kind: sample.KindJVM, CPUs: 4}
+		target := snapshot.Target{PID: 4242, Name: "java", Kind: snapshot.KindJVM, CPUs: 4}
 		names := make([]string, hourThreads)
 		for k := range names {
 			switch {
@@ -65,13 +65,13 @@ func hourReport(t testing.TB) []byte {
 					Voluntary: uint64(sec * (k%9 + 1)), Involuntary: uint64(sec * (k % 3)), RunTime: time.Duration(sec*(k%50)) * time.Millisecond,
 					CPUsAllowed: "0-3", Syscall: procfs.SyscallUnknown}
 			}
-			snap := &sample.Snapshot{Time: t0.Add(time.Duration(sec) * time.Second), Interval: time.Second, Target: target,
+			snap := &snapshot.Snapshot{Time: t0.Add(time.Duration(sec) * time.Second), Interval: time.Second, Target: target,
 				Threads:     append([]procfs.Thread(nil), threads...),
 				Connections: &procfs.Connections{Established: 100 + sec%40, ByLocalPort: map[int]int{8080: 100 + sec%40}},
 				Host:        &procfs.Host{ContextSwitches: uint64(50000 * sec), CPUs: 4}}
 			if sec%hourDumpEach == 0 {
 				snap.Dump = hourDump(snap.Time, names, sec)
-				snap.DumpCost = &sample.DumpCost{Method: "attach", Wall: 30 * time.Millisecond, Pause: 4 * time.Millisecond}
+				snap.DumpCost = &snapshot.DumpCost{Method: "attach", Wall: 30 * time.Millisecond, Pause: 4 * time.Millisecond}
 			}
 			a.Add(snap)
 		}

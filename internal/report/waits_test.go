@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/analysis"
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
@@ -27,7 +27,7 @@ func TestWaitKindInTextAndHTML(t *testing.T) {
 	ds, err := threaddump.ParseBytes(dump)
 	require.NoError(t, err)
 	a := analysis.New()
-	a.Add(&sample.Snapshot{Dump: ds[0]})
+	a.Add(&snapshot.Snapshot{Dump: ds[0]})
 	s := a.Summary()
 	var l *analysis.LockSummary
 	for i := range s.Locks {

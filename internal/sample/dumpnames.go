@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -15,7 +16,7 @@ import (
 // tasks, and only once, and the JVM's live thread count bounds the Java
 // threads. Ordinary dumps cost no extra /proc read. What happened is noted
 // in snap.Errors.
-func (s *Sampler) settleNames(d []*threaddump.Dump, text []byte, snap *Snapshot) []*threaddump.Dump {
+func (s *Sampler) settleNames(d []*threaddump.Dump, text []byte, snap *snapshot.Snapshot) []*threaddump.Dump {
 	if len(d) == 0 || !d[len(d)-1].HasSuspects() {
 		return d
 	}

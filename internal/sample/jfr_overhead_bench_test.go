@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 )
 
@@ -51,7 +52,7 @@ func benchJFROverhead(b *testing.B, workers string, th time.Duration, rounds int
 			b.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, _ = warm.Run(ctx, func(*Snapshot) {})
+		_, _ = warm.Run(ctx, func(*snapshot.Snapshot) {})
 		cancel()
 		warm.Close()
 		time.Sleep(2 * time.Second)
@@ -84,8 +85,8 @@ func benchJFROverhead(b *testing.B, workers string, th time.Duration, rounds int
 				ctx, cancel := context.WithTimeout(context.Background(), window)
 				from = len(p.Log())
 				reads := 0
-				var first, last *Snapshot
-				if _, err := s.Run(ctx, func(snap *Snapshot) {
+				var first, last *snapshot.Snapshot
+				if _, err := s.Run(ctx, func(snap *snapshot.Snapshot) {
 					if first == nil {
 						first = snap
 					}
@@ -125,7 +126,7 @@ func benchJFROverhead(b *testing.B, workers string, th time.Duration, rounds int
 
 // helperThreadsCPU is the CPU time of the JVM threads that serve ctprof:
 // Flight Recorder's and the attach listener.
-func helperThreadsCPU(snap *Snapshot) time.Duration {
+func helperThreadsCPU(snap *snapshot.Snapshot) time.Duration {
 	var d time.Duration
 	for i := range snap.Threads {
 		th := &snap.Threads[i]

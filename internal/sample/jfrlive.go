@@ -10,6 +10,8 @@ import (
 
 	"github.com/ctprof/ctprof/internal/jvm"
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/source"
 )
 
 // JFRLiveOptions turn on a Java Flight Recorder recording of the JVM's
@@ -57,7 +59,7 @@ type jfrLive struct {
 
 // lastTick reports whether Run will end after this tick (--count or
 // --duration reached), judged as Run does from the first tick's time.
-func (s *Sampler) lastTick(snap *Snapshot) bool {
+func (s *Sampler) lastTick(snap *snapshot.Snapshot) bool {
 	st := &s.jfr
 	if s.opts.Count > 0 && st.takes >= s.opts.Count {
 		return true
@@ -84,7 +86,7 @@ func (s *Sampler) jfrRecordingDuration() time.Duration {
 // takeJFR starts the recording on the first tick and reads its new data
 // when due. Failures are the snapshot's errors; a target that exited is
 // left to the /proc sweep to notice.
-func (s *Sampler) takeJFR(ctx context.Context, snap *Snapshot) {
+func (s *Sampler) takeJFR(ctx context.Context, snap *snapshot.Snapshot) {
 	o := s.opts.JVM.JFR
 	st := &s.jfr
 	if !o.Enabled || s.jvm == nil || st.off {
@@ -144,7 +146,7 @@ func (s *Sampler) takeJFR(ctx context.Context, snap *Snapshot) {
 // caused on snap: JFR.dump makes the JVM close its chunk at a safepoint,
 // and that pause is ctprof's as much as a thread dump's is (hsperfdata's
 // safepoint and sync time around the read; unknown without counters).
-func (s *Sampler) readJFR(ctx context.Context, rec *jvm.Recording, margin time.Duration, snap *Snapshot) ([]byte, error) {
+func (s *Sampler) readJFR(ctx context.Context, rec *jvm.Recording, margin time.Duration, snap *snapshot.Snapshot) ([]byte, error) {
 	before, berr := s.jvm.ReadPerfData()
 	b, err := rec.Read(ctx, margin)
 	if berr == nil {
@@ -162,8 +164,8 @@ func (s *Sampler) readJFR(ctx context.Context, rec *jvm.Recording, margin time.D
 // than threshold, ctprof's recording's, were recorded for another
 // recording of the JVM (a user's, at a lower threshold): left out, so the
 // counts and totals mean what --jfr-threshold says.
-func (s *Sampler) addJFR(snap *Snapshot, b []byte, threshold time.Duration) {
-	r := NewJFRReader(bytes.NewReader(b), fmt.Sprintf("JFR recording of pid %d", s.opts.PID), JFROptions{Program: s.program, ProgramKnown: s.programKnown})
+func (s *Sampler) addJFR(snap *snapshot.Snapshot, b []byte, threshold time.Duration) {
+	r := source.NewJFRReader(bytes.NewReader(b), fmt.Sprintf("JFR recording of pid %d", s.opts.PID), source.JFROptions{Program: s.program, ProgramKnown: s.programKnown})
 	dropped, short := 0, 0
 	for {
 		batch, err := r.Next()
@@ -200,7 +202,7 @@ func (s *Sampler) addJFR(snap *Snapshot, b []byte, threshold time.Duration) {
 	}
 	if snap.Waits == nil {
 		// A read happened: the waits are known to be none, not unknown.
-		snap.Waits = []WaitEvent{}
+		snap.Waits = []snapshot.WaitEvent{}
 	}
 }
 
@@ -209,14 +211,14 @@ func (s *Sampler) addJFR(snap *Snapshot, b []byte, threshold time.Duration) {
 // lost, and hands them on as a Snapshot that carries only waits (the
 // Aggregator adds their waits and counts no sample). The run's context is
 // cancelled by then, so the read gets its own, bounded.
-func (s *Sampler) flushJFR(fn func(*Snapshot)) {
+func (s *Sampler) flushJFR(fn func(*snapshot.Snapshot)) {
 	rec := s.jfr.rec
 	if rec == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	snap := &Snapshot{Time: time.Now(), Target: s.target, Interval: s.opts.Interval, Waits: []WaitEvent{}}
+	snap := &snapshot.Snapshot{Time: time.Now(), Target: s.target, Interval: s.opts.Interval, Waits: []snapshot.WaitEvent{}}
 	b, err := s.readJFR(ctx, rec, 0, snap)
 	if err != nil {
 		if !errors.Is(err, procfs.ErrProcessGone) {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 )
 
@@ -25,11 +26,11 @@ func TestSamplerJFRWaitsOnSnapshots(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	defer s.Close()
-	var waits []WaitEvent
+	var waits []snapshot.WaitEvent
 	tids := map[int64]bool{}
 	name := ""
 	var reads, paused int
-	reason, err := s.Run(context.Background(), func(snap *Snapshot) {
+	reason, err := s.Run(context.Background(), func(snap *snapshot.Snapshot) {
 		if name == "" {
 			name = s.JFRRecording()
 		}
@@ -107,7 +108,7 @@ func TestSamplerJFRLeavesOutAnotherRecordingsShortWaits(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	notes := 0
-	_, err = s.Run(context.Background(), func(snap *Snapshot) {
+	_, err = s.Run(context.Background(), func(snap *snapshot.Snapshot) {
 		for _, w := range snap.Waits {
 			assert.GreaterOrEqual(t, w.Duration+time.Microsecond, threshold, "%s of %s", w.Event, w.Thread)
 		}

@@ -3,6 +3,7 @@ package sample
 import (
 	"strings"
 
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -51,15 +52,15 @@ type jvmFutexFilter struct {
 	dumped dumpedThreads
 	// threads are this sweep's threads, whose OS names tell the threads no
 	// dump has listed; names indexes them, built on first use.
-	threads []OSThread
+	threads []snapshot.OSThread
 	names   map[int]string
 	// safepointWindow says a safepoint began or ended during the tick.
 	safepointWindow bool
 }
 
 // drop returns why fw is not the program's contention, or "".
-func (f *jvmFutexFilter) drop(fw *FutexWait) string {
-	if fw.Kind == FutexCondition {
+func (f *jvmFutexFilter) drop(fw *snapshot.FutexWait) string {
+	if fw.Kind == snapshot.FutexCondition {
 		// Idle waiting, reported apart already; not a lock either way.
 		return ""
 	}
@@ -76,7 +77,7 @@ func (f *jvmFutexFilter) drop(fw *FutexWait) string {
 	if internal {
 		return jvmInternalWaiters
 	}
-	if (fw.Op == "FUTEX_WAIT" || fw.Op == "FUTEX_WAIT_PRIVATE") && fw.Kind == FutexUnknown && !fw.Timed && fw.Value%2 == 1 {
+	if (fw.Op == "FUTEX_WAIT" || fw.Op == "FUTEX_WAIT_PRIVATE") && fw.Kind == snapshot.FutexUnknown && !fw.Timed && fw.Value%2 == 1 {
 		return jvmSafepointBarrier
 	}
 	if f.safepointWindow && fw.Location.ModulePath == "" {
@@ -170,14 +171,14 @@ func (s *Sampler) noteDumpThreads(d *threaddump.Dump) {
 // safepointWindow is called, at most once, only when a lock-like wait survives
 // the other rules, to tell whether a safepoint began or ended during the
 // tick (reading the JVM's counters again costs a file read).
-func (s *Sampler) jvmProgramFutexes(futexes []FutexWait, threads []OSThread, safepointWindow func() bool) []FutexWait {
+func (s *Sampler) jvmProgramFutexes(futexes []snapshot.FutexWait, threads []snapshot.OSThread, safepointWindow func() bool) []snapshot.FutexWait {
 	f := jvmFutexFilter{dumped: s.dumped, threads: threads}
 	out := futexes[:0]
 	asked := false
 	for i := range futexes {
 		fw := &futexes[i]
 		why := f.drop(fw)
-		if why == "" && fw.Kind != FutexCondition && !asked {
+		if why == "" && fw.Kind != snapshot.FutexCondition && !asked {
 			asked = true
 			f.safepointWindow = safepointWindow()
 			why = f.drop(fw)

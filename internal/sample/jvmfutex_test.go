@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/jvm"
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
@@ -28,7 +29,7 @@ func TestJVMFutexesSeenDuringDumpsAreNotLocks(t *testing.T) {
 			s, err := NewSampler(Options{PID: p.PID, Interval: 20 * time.Millisecond, JVM: JVMOptions{PauseBudget: 0.9}})
 			require.NoError(t, err)
 			t.Cleanup(func() { s.Close() })
-			require.Equal(t, KindJVM, s.Target().Kind)
+			require.Equal(t, snapshot.KindJVM, s.Target().Kind)
 
 			fs := procfs.NewFS("")
 			tr, err := fs.NewThreadReader(p.PID)
@@ -88,7 +89,7 @@ func TestJVMFutexesSeenDuringDumpsAreNotLocks(t *testing.T) {
 			// Sampler's JVM rules.
 			var kept []string
 			for i, fw := range seen {
-				out := s.jvmProgramFutexes([]FutexWait{fw}, seenThreads[i], func() bool { return false })
+				out := s.jvmProgramFutexes([]snapshot.FutexWait{fw}, seenThreads[i], func() bool { return false })
 				for _, k := range out {
 					kept = append(kept, fmt.Sprintf("%s %s v=%d %s %v", k.Kind, k.Op, k.Value, k.Location, k.TIDs))
 				}
@@ -100,26 +101,26 @@ func TestJVMFutexesSeenDuringDumpsAreNotLocks(t *testing.T) {
 }
 
 func TestJVMFutexFilterRules(t *testing.T) {
-	threads := []OSThread{{TID: 1, Name: "worker-1"}, {TID: 2, Name: "worker-2"}, {TID: 3, Name: "C2 CompilerThre"}, {TID: 4, Name: "VM Thread"}, {TID: 5, Name: "VM Thread"}}
+	threads := []snapshot.OSThread{{TID: 1, Name: "worker-1"}, {TID: 2, Name: "worker-2"}, {TID: 3, Name: "C2 CompilerThre"}, {TID: 4, Name: "VM Thread"}, {TID: 5, Name: "VM Thread"}}
 	filter := jvmFutexFilter{dumped: dumpedThreads{5: dumpedJavaOther, 4: dumpedInternal}, threads: threads}
 	heap := procfs.Location{Module: "anonymous rw-p 7f00-7f80", Offset: 0xcd4}
 	jni := procfs.Location{Module: "libnative.so", ModulePath: "/opt/app/libnative.so", Symbol: "big_lock", SymbolSize: 40}
 	tests := []struct {
 		name   string
-		fw     FutexWait
+		fw     snapshot.FutexWait
 		window bool
 		want   string
 	}{
-		{"safepoint barrier: odd id, untimed", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 1419, Kind: FutexUnknown, Location: heap, TIDs: []int{1, 2}}, false, jvmSafepointBarrier},
-		{"even value is some other protocol", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 0, Kind: FutexUnknown, Location: heap, TIDs: []int{1, 2}}, false, ""},
-		{"timed plain wait is not the barrier", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 7, Timed: true, Kind: FutexUnknown, Location: heap, TIDs: []int{1}}, false, ""},
-		{"HotSpot lock in libjvm", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: FutexLock, Location: procfs.Location{Module: "libjvm.so", ModulePath: "/jdk/lib/server/libjvm.so"}, TIDs: []int{1, 2}}, false, jvmLockStorage},
-		{"only JIT threads wait", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: FutexLock, Location: heap, TIDs: []int{3, 4}}, false, jvmInternalWaiters},
-		{"a program thread named like the VM thread", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: FutexLock, Location: heap, TIDs: []int{5}}, false, ""},
-		{"Java threads on a heap mutex", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: FutexLock, Location: heap, TIDs: []int{1, 2}}, false, ""},
-		{"... while a safepoint ran", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: FutexLock, Location: heap, TIDs: []int{1, 2}}, true, jvmSafepointWindow},
-		{"a JNI library's mutex, even then", FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: FutexLock, Location: jni, TIDs: []int{1, 2}}, true, ""},
-		{"condition waits are left alone", FutexWait{Op: "FUTEX_WAIT_BITSET_PRIVATE", Kind: FutexCondition, Location: procfs.Location{Module: "libjvm.so"}, TIDs: []int{3}}, true, ""},
+		{"safepoint barrier: odd id, untimed", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 1419, Kind: snapshot.FutexUnknown, Location: heap, TIDs: []int{1, 2}}, false, jvmSafepointBarrier},
+		{"even value is some other protocol", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 0, Kind: snapshot.FutexUnknown, Location: heap, TIDs: []int{1, 2}}, false, ""},
+		{"timed plain wait is not the barrier", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 7, Timed: true, Kind: snapshot.FutexUnknown, Location: heap, TIDs: []int{1}}, false, ""},
+		{"HotSpot lock in libjvm", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: snapshot.FutexLock, Location: procfs.Location{Module: "libjvm.so", ModulePath: "/jdk/lib/server/libjvm.so"}, TIDs: []int{1, 2}}, false, jvmLockStorage},
+		{"only JIT threads wait", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: snapshot.FutexLock, Location: heap, TIDs: []int{3, 4}}, false, jvmInternalWaiters},
+		{"a program thread named like the VM thread", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: snapshot.FutexLock, Location: heap, TIDs: []int{5}}, false, ""},
+		{"Java threads on a heap mutex", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: snapshot.FutexLock, Location: heap, TIDs: []int{1, 2}}, false, ""},
+		{"... while a safepoint ran", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: snapshot.FutexLock, Location: heap, TIDs: []int{1, 2}}, true, jvmSafepointWindow},
+		{"a JNI library's mutex, even then", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: snapshot.FutexLock, Location: jni, TIDs: []int{1, 2}}, true, ""},
+		{"condition waits are left alone", snapshot.FutexWait{Op: "FUTEX_WAIT_BITSET_PRIVATE", Kind: snapshot.FutexCondition, Location: procfs.Location{Module: "libjvm.so"}, TIDs: []int{3}}, true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,7 +159,7 @@ func TestDumpedThreadsTable(t *testing.T) {
 		assert.Equal(t, internal, f.internal(tid), "tid %d", tid)
 	}
 
-	need := s.waitsNeeded(&Snapshot{Dump: d, DumpCost: &DumpCost{Method: jvm.MethodAttach}})
+	need := s.waitsNeeded(&snapshot.Snapshot{Dump: d, DumpCost: &snapshot.DumpCost{Method: jvm.MethodAttach}})
 	for _, tc := range []struct {
 		tid   int
 		state byte
@@ -172,6 +173,6 @@ func TestDumpedThreadsTable(t *testing.T) {
 		{104, 'R', procfs.WaitsRecheck}, // ran for the dump
 		{999, 'S', procfs.WaitsRecheck}, // not in the dump
 	} {
-		assert.Equal(t, tc.want, need(&OSThread{TID: tc.tid, State: tc.state}), "tid %d state %c", tc.tid, tc.state)
+		assert.Equal(t, tc.want, need(&snapshot.OSThread{TID: tc.tid, State: tc.state}), "tid %d state %c", tc.tid, tc.state)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
@@ -36,7 +37,7 @@ func TestSamplerDumpsJVMWithoutPerfData(t *testing.T) {
 				s, err := sample.NewSampler(sample.Options{PID: p.PID, Interval: 100 * time.Millisecond, Duration: 20 * time.Second})
 				require.NoError(t, err)
 				defer s.Close()
-				assert.Equal(t, sample.KindJVM, s.Target().Kind)
+				assert.Equal(t, snapshot.KindJVM, s.Target().Kind)
 				assert.Equal(t, "SyncSingleton", s.Target().Name, "the main class, from the command line")
 				notes := strings.Join(s.Notes(), "\n")
 				assert.Contains(t, notes, "no hsperfdata file (it runs with "+flag+")")
@@ -46,7 +47,7 @@ func TestSamplerDumpsJVMWithoutPerfData(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				blocked := 0
-				_, err = s.Run(ctx, func(sn *sample.Snapshot) {
+				_, err = s.Run(ctx, func(sn *snapshot.Snapshot) {
 					agg.Add(sn)
 					assert.Nil(t, sn.JVM, "no counters without hsperfdata")
 					if sn.Dump != nil {

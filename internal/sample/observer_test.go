@@ -12,6 +12,7 @@ import (
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
@@ -28,7 +29,7 @@ func sampleSummary(t *testing.T, pid, count int) (s, raw *analysis.Summary) {
 	sym := procfs.NewFS("").NewSymbolizer(pid)
 	agg, rawAgg := analysis.New(), analysis.New()
 	dumps := 0
-	_, err = smp.Run(context.Background(), func(snap *sample.Snapshot) {
+	_, err = smp.Run(context.Background(), func(snap *snapshot.Snapshot) {
 		if snap.Dump != nil {
 			dumps++
 		}
@@ -38,7 +39,7 @@ func sampleSummary(t *testing.T, pid, count int) (s, raw *analysis.Summary) {
 		rawAgg.Add(&rawSnap)
 	})
 	require.NoError(t, err)
-	if smp.Target().Kind == sample.KindJVM {
+	if smp.Target().Kind == snapshot.KindJVM {
 		require.Greater(t, dumps, count/2, "the run took too few dumps to test anything")
 	}
 	return agg.Summary(), rawAgg.Summary()

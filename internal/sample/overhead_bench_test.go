@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 )
 
@@ -60,7 +61,7 @@ func BenchmarkOverheadOnContendedJVM(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), window)
 			from = len(p.Log())
 			dumps := 0
-			if _, err := s.Run(ctx, func(snap *Snapshot) {
+			if _, err := s.Run(ctx, func(snap *snapshot.Snapshot) {
 				if snap.Dump != nil {
 					dumps++
 				}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/jvm"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
@@ -48,7 +49,7 @@ func TestPauseBudgetHoldsUnderLoad(t *testing.T) {
 	before := pauseSoFar()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	_, err = s.Run(ctx, func(snap *Snapshot) {
+	_, err = s.Run(ctx, func(snap *snapshot.Snapshot) {
 		if first.IsZero() {
 			first = snap.Time
 		}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/ctprof/ctprof/internal/jvm"
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/source"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -83,7 +85,7 @@ type Sampler struct {
 	fs      procfs.FS
 	threads *procfs.ThreadReader
 	sym     *procfs.Symbolizer
-	target  Target
+	target  snapshot.Target
 	// fdDenied remembers that fd/ is unreadable, so connections are not
 	// retried (and failed) every tick.
 	fdDenied bool
@@ -91,7 +93,7 @@ type Sampler struct {
 	// spare is the thread slice of the sample Run last passed to its
 	// callback, for the next sweep to fill: 10,000 threads are 2 MB a
 	// tick, which the GC would otherwise scan and free every few ticks.
-	spare []OSThread
+	spare []snapshot.OSThread
 
 	// jvm is set for a JVM ctprof can read; nextDump is when the next
 	// thread dump is due; notes are said once, in the next snapshot.
@@ -164,7 +166,7 @@ func NewSampler(opts Options) (*Sampler, error) {
 		fs:      fs,
 		threads: tr,
 		sym:     fs.NewSymbolizer(opts.PID),
-		target:  Target{PID: opts.PID, Name: p.Name, Kind: KindNative, CPUs: p.CPUs},
+		target:  snapshot.Target{PID: opts.PID, Name: p.Name, Kind: snapshot.KindNative, CPUs: p.CPUs},
 
 		droppedFutexes: map[string]int{},
 	}
@@ -173,7 +175,7 @@ func NewSampler(opts Options) (*Sampler, error) {
 		return l.HotSpot && !l.OpenJ9
 	})
 	if l := libs(); l.HotSpot || l.OpenJ9 {
-		s.target.Kind = KindJVM
+		s.target.Kind = snapshot.KindJVM
 		s.libjvm = l.LibJVM
 		err := inspectErr
 		switch {
@@ -182,7 +184,7 @@ func NewSampler(opts Options) (*Sampler, error) {
 			if info.MainClass != "" {
 				s.target.Name = info.MainClass
 			}
-			if p, ok := programOf(info.MainClass); ok {
+			if p, ok := source.ProgramOf(info.MainClass); ok {
 				s.program, s.programKnown = p, true // until a dump's main thread says
 			}
 		case errors.Is(err, procfs.ErrProcessGone):
@@ -232,7 +234,7 @@ func IsJVM(root string, pid int) bool { return procfs.NewFS(root).IsJVM(pid) }
 func (s *Sampler) Notes() []string { return append([]string(nil), s.notes...) }
 
 // Target describes the process being sampled.
-func (s *Sampler) Target() Target { return s.target }
+func (s *Sampler) Target() snapshot.Target { return s.target }
 
 // Close stops a JFR recording Run left (Run stops its own) and releases
 // the open task directory and maps.
@@ -240,9 +242,9 @@ func (s *Sampler) Close() error { return errors.Join(s.stopJFR(), s.threads.Clos
 
 // Take takes one snapshot. It returns an error wrapping
 // procfs.ErrProcessGone once the target has exited.
-func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
+func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	start := time.Now()
-	snap := &Snapshot{Time: start, Target: s.target, Interval: s.opts.Interval}
+	snap := &snapshot.Snapshot{Time: start, Target: s.target, Interval: s.opts.Interval}
 	// A thread dump waits on the JVM (its safepoint and printing), the
 	// /proc sweep on the kernel: they run at the same time. The sweep then
 	// leaves out the system calls and wait channels of sleeping threads
@@ -273,7 +275,7 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 	buf := s.spare[:0]
 	s.spare = nil
 	if cap(buf) < s.lastN+16 {
-		buf = make([]OSThread, 0, s.lastN+16)
+		buf = make([]snapshot.OSThread, 0, s.lastN+16)
 	}
 	threads, err := s.threads.Read(buf)
 	// The connections and the host's counters do not depend on the dump:
@@ -329,7 +331,7 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 	s.lastN = len(threads)
 	snap.Threads = threads
 	snap.Futexes = procfs.GroupFutexWaits(threads, s.sym)
-	if s.target.Kind == KindJVM {
+	if s.target.Kind == snapshot.KindJVM {
 		snap.Futexes = s.jvmProgramFutexes(snap.Futexes, threads, func() bool { return s.safepointDuringTick(snap) })
 	}
 
@@ -350,7 +352,7 @@ func (s *Sampler) Take(ctx context.Context) (*Snapshot, error) {
 // takeJVM reads the JVM's counters and, when one is due, a thread dump
 // (sent is DumpOptions.Sent for it). A dump that fails is reported in the snapshot and retried later; one the
 // JVM cannot give (attach disabled) stops the dumps with one note.
-func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot, sent func()) error {
+func (s *Sampler) takeJVM(ctx context.Context, snap *snapshot.Snapshot, sent func()) error {
 	if sent != nil {
 		sent = sync.OnceFunc(sent)
 	}
@@ -391,9 +393,9 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *Snapshot, sent func()) erro
 }
 
 // setCounters keeps a tick's JVM counters, read when it began.
-func (s *Sampler) setCounters(snap *Snapshot, c jvm.Counters) {
+func (s *Sampler) setCounters(snap *snapshot.Snapshot, c jvm.Counters) {
 	s.tickSyncTime = c.SafepointSyncTime
-	snap.JVM = &JVMCounters{
+	snap.JVM = &snapshot.JVMCounters{
 		LiveThreads: c.LiveThreads, DaemonThreads: c.DaemonThreads, PeakThreads: c.PeakThreads, StartedThreads: c.StartedThreads,
 		Safepoints: c.Safepoints, SafepointTime: c.SafepointTime, GCTime: c.GCTime, Sync: c.Sync,
 	}
@@ -402,7 +404,7 @@ func (s *Sampler) setCounters(snap *Snapshot, c jvm.Counters) {
 // useDump puts a dump request's outcome in the tick's snapshot and spaces
 // the next dump by its pause. early says the dump is the one the binary
 // asked for while it started.
-func (s *Sampler) useDump(ctx context.Context, snap *Snapshot, res *jvm.DumpResult, err error, early bool) error {
+func (s *Sampler) useDump(ctx context.Context, snap *snapshot.Snapshot, res *jvm.DumpResult, err error, early bool) error {
 	o := s.opts.JVM
 	switch {
 	case errors.Is(err, procfs.ErrProcessGone):
@@ -433,7 +435,7 @@ func (s *Sampler) useDump(ctx context.Context, snap *Snapshot, res *jvm.DumpResu
 			s.program, s.programKnown = p, true // the JFR reader's wait rule needs it
 		}
 	}
-	snap.DumpCost = &DumpCost{Method: res.Method, Wall: res.Wall, Pause: res.Pause, Early: early}
+	snap.DumpCost = &snapshot.DumpCost{Method: res.Method, Wall: res.Wall, Pause: res.Pause, Early: early}
 	if res.Fallback != "" {
 		s.notes = append(s.notes, "thread dumps through jcmd: "+res.Fallback)
 	}
@@ -466,17 +468,17 @@ func (s *Sampler) dumpDue(now time.Time) bool {
 // the JVM's own threads, threads the dump does not list) may have looked
 // asleep only because the dump's safepoint stopped it during the sweep:
 // its state is read again, then its system call if it still sleeps.
-func (s *Sampler) waitsNeeded(snap *Snapshot) func(*OSThread) procfs.WaitRead {
+func (s *Sampler) waitsNeeded(snap *snapshot.Snapshot) func(*snapshot.OSThread) procfs.WaitRead {
 	if snap.DumpCost == nil {
 		return nil // no dump was taken: nothing stopped the threads
 	}
 	if snap.Dump == nil || snap.DumpCost.Method == jvm.MethodDumpToFile {
 		// A dump without native ids to join (or unreadable).
-		return func(*OSThread) procfs.WaitRead { return procfs.WaitsRecheck }
+		return func(*snapshot.OSThread) procfs.WaitRead { return procfs.WaitsRecheck }
 	}
 	// The dump's table (noteDumpThreads, called on snap.Dump).
 	dumped := s.dumped
-	return func(t *OSThread) procfs.WaitRead {
+	return func(t *snapshot.OSThread) procfs.WaitRead {
 		kind, listed := dumped[t.TID]
 		java, waiting := listed && kind != dumpedInternal, listed && kind == dumpedJavaWaiting
 		switch {
@@ -501,7 +503,7 @@ func (s *Sampler) waitsNeeded(snap *Snapshot) func(*OSThread) procfs.WaitRead {
 // reply, so the dump's safepoint has ended by then; what remains are its
 // stragglers and the JVM's own safepoints (GC, deoptimization). Without
 // counters, a tick with a dump counts as one, to be safe.
-func (s *Sampler) safepointDuringTick(snap *Snapshot) bool {
+func (s *Sampler) safepointDuringTick(snap *snapshot.Snapshot) bool {
 	dumped := snap.DumpCost != nil
 	if s.jvm == nil || snap.JVM == nil {
 		return dumped
@@ -528,7 +530,7 @@ func (s *Sampler) safepointDuringTick(snap *Snapshot) bool {
 // that stopped sampling, if it was not one of those normal ends. fn must
 // not keep a snapshot's Threads once it returns: Run fills the same slice
 // in the next sample (the Aggregator and the recording copy what they keep).
-func (s *Sampler) Run(ctx context.Context, fn func(*Snapshot)) (StopReason, error) {
+func (s *Sampler) Run(ctx context.Context, fn func(*snapshot.Snapshot)) (StopReason, error) {
 	// The recording ends with the run, whatever ends it.
 	defer s.stopJFR()
 	start := time.Now()

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
 
@@ -19,10 +20,10 @@ func TestRunStopsAfterCount(t *testing.T) {
 	s, err := NewSampler(Options{PID: p.PID, Interval: 20 * time.Millisecond, Count: 5})
 	require.NoError(t, err)
 	defer s.Close()
-	assert.Equal(t, Target{PID: p.PID, Name: "many_threads", Kind: KindNative, CPUs: s.Target().CPUs}, s.Target())
+	assert.Equal(t, snapshot.Target{PID: p.PID, Name: "many_threads", Kind: snapshot.KindNative, CPUs: s.Target().CPUs}, s.Target())
 	assert.Positive(t, s.Target().CPUs)
-	var snaps []*Snapshot
-	reason, err := s.Run(context.Background(), func(sn *Snapshot) { snaps = append(snaps, sn) })
+	var snaps []*snapshot.Snapshot
+	reason, err := s.Run(context.Background(), func(sn *snapshot.Snapshot) { snaps = append(snaps, sn) })
 	require.NoError(t, err)
 	assert.Equal(t, StopDone, reason)
 	require.Len(t, snaps, 5)
@@ -48,7 +49,7 @@ func TestRunStopsAtDuration(t *testing.T) {
 	defer s.Close()
 	n := 0
 	start := time.Now()
-	reason, err := s.Run(context.Background(), func(*Snapshot) { n++ })
+	reason, err := s.Run(context.Background(), func(*snapshot.Snapshot) { n++ })
 	require.NoError(t, err)
 	assert.Equal(t, StopDone, reason)
 	assert.GreaterOrEqual(t, n, 2)
@@ -63,7 +64,7 @@ func TestRunInterruptedKeepsWhatWasTaken(t *testing.T) {
 	defer s.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	reason, err := s.Run(ctx, func(*Snapshot) {
+	reason, err := s.Run(ctx, func(*snapshot.Snapshot) {
 		n++
 		if n == 3 {
 			cancel() // Ctrl-C
@@ -80,7 +81,7 @@ func TestRunEndsWhenTheTargetExits(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	n := 0
-	reason, err := s.Run(context.Background(), func(*Snapshot) { n++ })
+	reason, err := s.Run(context.Background(), func(*snapshot.Snapshot) { n++ })
 	require.NoError(t, err, "a target that exits is a normal end")
 	assert.Equal(t, StopTargetGone, reason)
 	assert.Positive(t, n)
@@ -94,7 +95,7 @@ func TestRunDoesNotBurstAfterASlowSample(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	var times []time.Time
-	_, err = s.Run(context.Background(), func(sn *Snapshot) {
+	_, err = s.Run(context.Background(), func(sn *snapshot.Snapshot) {
 		times = append(times, sn.Time)
 		if len(times) == 1 {
 			time.Sleep(300 * time.Millisecond)
@@ -134,7 +135,7 @@ func TestRunReadsEveryThreadOnItsLastSample(t *testing.T) {
 			defer s.Close()
 			var skipped []int
 			last := 0
-			_, err = s.Run(context.Background(), func(*Snapshot) {
+			_, err = s.Run(context.Background(), func(*snapshot.Snapshot) {
 				skipped = append(skipped, s.threads.Skipped()-last)
 				last = s.threads.Skipped()
 			})

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testjvm"
 )
 
@@ -19,7 +20,7 @@ func TestSamplerDumpsXrsJVM(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	var dumps int
-	_, err = s.Run(context.Background(), func(sn *Snapshot) {
+	_, err = s.Run(context.Background(), func(sn *snapshot.Snapshot) {
 		assert.Empty(t, sn.Errors)
 		if sn.Dump != nil {
 			dumps++

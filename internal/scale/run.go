@@ -20,6 +20,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
 )
 
 // Vary names the dimension a run varies.
@@ -67,7 +68,7 @@ type Options struct {
 
 // Runner is a live profiler of one process (a *sample.Sampler).
 type Runner interface {
-	Run(ctx context.Context, fn func(*sample.Snapshot)) (sample.StopReason, error)
+	Run(ctx context.Context, fn func(*snapshot.Snapshot)) (sample.StopReason, error)
 	Close() error
 }
 

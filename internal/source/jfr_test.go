@@ -1,4 +1,4 @@
-package sample_test
+package source_test
 
 import (
 	"bytes"
@@ -15,7 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/source"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
@@ -38,13 +39,13 @@ func record(t *testing.T, j testjvm.JDK, scenario string, progress *regexp.Regex
 }
 
 // readSnapshots reads a recording with small batches.
-func readSnapshots(t *testing.T, file string, opts sample.JFROptions) ([]*sample.Snapshot, *sample.JFRReader) {
+func readSnapshots(t *testing.T, file string, opts source.JFROptions) ([]*snapshot.Snapshot, *source.JFRReader) {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	require.NoError(t, err)
-	require.True(t, sample.IsJFR(data))
-	r := sample.NewJFRReader(bytes.NewReader(data), "rec.jfr", opts)
-	var out []*sample.Snapshot
+	require.True(t, source.IsJFR(data))
+	r := source.NewJFRReader(bytes.NewReader(data), "rec.jfr", opts)
+	var out []*snapshot.Snapshot
 	for {
 		s, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -84,7 +85,7 @@ func TestJFRReaderJfrLocks(t *testing.T) {
 		t.Run(j.Name, func(t *testing.T) {
 			file := record(t, j, "JfrLocks", waitedRE, 25)
 			const batch = 200
-			snaps, r := readSnapshots(t, file, sample.JFROptions{MaxEvents: batch, MaxSpan: 500 * time.Millisecond})
+			snaps, r := readSnapshots(t, file, source.JFROptions{MaxEvents: batch, MaxSpan: 500 * time.Millisecond})
 			var monitor, wait, park, dumps int
 			var last time.Time
 			for _, s := range snaps {
@@ -102,7 +103,7 @@ func TestJFRReaderJfrLocks(t *testing.T) {
 						from = w.Start
 					}
 					to = w.Start
-					assert.LessOrEqual(t, len(w.Stack), sample.MaxWaitEventFrames)
+					assert.LessOrEqual(t, len(w.Stack), snapshot.MaxWaitEventFrames)
 					assert.Positive(t, w.OSThreadID, "%s has the waiter's tid", w.Event)
 					switch {
 					case w.Class == "JfrLocks$Monitor":
@@ -153,7 +154,7 @@ func TestJFRReaderPinned(t *testing.T) {
 	j := testjvm.JDK25(t)
 	require.True(t, testjvm.Supports(t, j, "JfrPinned"))
 	file := record(t, j, "JfrPinned", pinnedRE, 15)
-	snaps, _ := readSnapshots(t, file, sample.JFROptions{})
+	snaps, _ := readSnapshots(t, file, source.JFROptions{})
 	pinned, long := 0, 0
 	for _, s := range snaps {
 		for _, w := range s.Waits {
@@ -178,10 +179,10 @@ func TestJFRReaderPinned(t *testing.T) {
 func TestJFRReaderDamaged(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "pkg", "jfr", "testdata", "locks-jdk17.jfr"))
 	require.NoError(t, err)
-	require.True(t, sample.IsJFR(data))
-	assert.False(t, sample.IsJFR([]byte("2024-01-01 Full thread dump")))
+	require.True(t, source.IsJFR(data))
+	assert.False(t, source.IsJFR([]byte("2024-01-01 Full thread dump")))
 
-	r := sample.NewJFRReader(bytes.NewReader(data[:len(data)*2/3]), "cut.jfr", sample.JFROptions{})
+	r := source.NewJFRReader(bytes.NewReader(data[:len(data)*2/3]), "cut.jfr", source.JFROptions{})
 	var err2 error
 	for err2 == nil {
 		_, err2 = r.Next()

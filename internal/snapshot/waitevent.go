@@ -1,4 +1,4 @@
-package sample
+package snapshot
 
 import (
 	"time"

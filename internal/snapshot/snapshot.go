@@ -1,8 +1,11 @@
-// Package sample holds the Snapshot model: what ctprof knows about a target
-// at one instant. Every mode (live attach, recording replay, dump files)
-// produces Snapshots, and the one Aggregator in internal/analysis consumes
-// them. The sampling loop that takes live snapshots is in sampler.go.
-package sample
+// Package snapshot holds the model every mode produces and every consumer
+// reads: a Snapshot is what ctprof knows about a target at one instant, and
+// a Source yields them one after another. Live attach (internal/sample),
+// thread dump files, JFR recordings and ctprof recordings
+// (internal/source) are Sources; the one Aggregator in internal/analysis
+// drains them. The package imports neither the JVM attach client nor the
+// JFR reader, so the sinks and the analysis link neither.
+package snapshot
 
 import (
 	"time"

@@ -1,4 +1,4 @@
-package sample
+package source
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/jfr"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
@@ -20,11 +21,11 @@ var JFREventTypes = []string{
 	"jdk.JVMInformation",
 }
 
-// programOf is the organization of the program's own code from the JVM's
+// ProgramOf is the organization of the program's own code from the JVM's
 // command (its main class, the first word of sun.rt.javaCommand or of
 // jdk.JVMInformation's javaArguments); ok is false for a jar, whose main
 // class the command does not name.
-func programOf(command string) (string, bool) {
+func ProgramOf(command string) (string, bool) {
 	f := strings.Fields(command)
 	if len(f) == 0 || strings.HasSuffix(f[0], ".jar") || strings.HasPrefix(f[0], "-") {
 		return "", false
@@ -68,11 +69,11 @@ type JFRReader struct {
 	opts   JFROptions
 	source string
 
-	batch     *Snapshot
+	batch     *snapshot.Snapshot
 	batchFrom time.Time
 	events    int
 	last      time.Time // latest end of an event returned, so time never goes back
-	pending   []*Snapshot
+	pending   []*snapshot.Snapshot
 	err       error
 
 	// stacks caches converted stacks per chunk: the reader returns one
@@ -117,7 +118,7 @@ func NewJFRReader(r io.Reader, source string, opts JFROptions) *JFRReader {
 
 // Next returns the next Snapshot, io.EOF after the last. A damaged
 // recording ends with its error after every Snapshot read before the damage.
-func (j *JFRReader) Next() (*Snapshot, error) {
+func (j *JFRReader) Next() (*snapshot.Snapshot, error) {
 	for len(j.pending) == 0 {
 		if j.err != nil {
 			return nil, j.err
@@ -156,7 +157,7 @@ func (j *JFRReader) step() {
 	switch ev.Type {
 	case "jdk.JVMInformation":
 		if args, ok := ev.String("javaArguments"); ok && j.program == "?" {
-			if p, ok := programOf(args); ok {
+			if p, ok := ProgramOf(args); ok {
 				j.program = p
 			}
 		}
@@ -164,13 +165,13 @@ func (j *JFRReader) step() {
 	case "jdk.GarbageCollection":
 		g, _ := ev.GarbageCollection()
 		b := j.add(ev)
-		b.GCPauses = append(b.GCPauses, GCPause{
+		b.GCPauses = append(b.GCPauses, snapshot.GCPause{
 			Start: ev.Start, Name: g.Name, Cause: g.Cause, SumOfPauses: g.SumOfPauses, LongestPause: g.LongestPause,
 		})
 	case "jdk.CPULoad":
 		l, _ := ev.CPULoad()
 		b := j.add(ev)
-		b.CPULoads = append(b.CPULoads, CPULoad{Time: ev.Start, JVMUser: l.JVMUser, JVMSystem: l.JVMSystem, MachineTotal: l.MachineTotal})
+		b.CPULoads = append(b.CPULoads, snapshot.CPULoad{Time: ev.Start, JVMUser: l.JVMUser, JVMSystem: l.JVMSystem, MachineTotal: l.MachineTotal})
 	default:
 		if w, ok := j.wait(ev); ok {
 			b := j.add(ev)
@@ -183,9 +184,9 @@ func (j *JFRReader) step() {
 }
 
 // add counts ev into the current batch, starting one when needed.
-func (j *JFRReader) add(ev *jfr.Event) *Snapshot {
+func (j *JFRReader) add(ev *jfr.Event) *snapshot.Snapshot {
 	if j.batch == nil {
-		j.batch = &Snapshot{Source: j.source}
+		j.batch = &snapshot.Snapshot{Source: j.source}
 		j.batchFrom = ev.Start
 	}
 	j.events++
@@ -205,14 +206,14 @@ func (j *JFRReader) flush() {
 }
 
 // dump parses a jdk.ThreadDump event's text; nil when it holds no dump.
-func (j *JFRReader) dump(ev *jfr.Event) *Snapshot {
+func (j *JFRReader) dump(ev *jfr.Event) *snapshot.Snapshot {
 	text, ok := ev.ThreadDumpText()
 	if !ok || text == "" {
 		return nil
 	}
 	dumps, err := threaddump.ParseString(text)
 	if err != nil || len(dumps) == 0 {
-		return &Snapshot{Time: ev.Start, Source: j.source, Errors: []string{fmt.Sprintf("%s: thread dump at %s: %v", j.source, ev.Start.Format(time.RFC3339), err)}}
+		return &snapshot.Snapshot{Time: ev.Start, Source: j.source, Errors: []string{fmt.Sprintf("%s: thread dump at %s: %v", j.source, ev.Start.Format(time.RFC3339), err)}}
 	}
 	d := dumps[0]
 	if d.Time.IsZero() {
@@ -227,13 +228,13 @@ func (j *JFRReader) dump(ev *jfr.Event) *Snapshot {
 	if ev.Start.After(j.last) {
 		j.last = ev.Start
 	}
-	return &Snapshot{Time: j.last, Source: j.source, Dump: d}
+	return &snapshot.Snapshot{Time: j.last, Source: j.source, Dump: d}
 }
 
 // wait converts a lock event; ok is false for events that are not
 // contention (an idle worker's wait, a park without a blocker).
-func (j *JFRReader) wait(ev *jfr.Event) (WaitEvent, bool) {
-	w := WaitEvent{Event: ev.Type, Start: ev.Start, Duration: ev.Duration}
+func (j *JFRReader) wait(ev *jfr.Event) (snapshot.WaitEvent, bool) {
+	w := snapshot.WaitEvent{Event: ev.Type, Start: ev.Start, Duration: ev.Duration}
 	if t := ev.Thread; t != nil {
 		w.Thread, w.JavaThreadID, w.OSThreadID = t.Name(), t.JavaThreadID, t.OSThreadID
 	}
@@ -315,7 +316,7 @@ func className(c *jfr.Class) string {
 	return c.Name
 }
 
-// frames converts a stack (top first, at most MaxWaitEventFrames), once
+// frames converts a stack (top first, at most snapshot.MaxWaitEventFrames), once
 // per stack constant and chunk; events share the result, read-only.
 func (j *JFRReader) frames(st *jfr.StackTrace) []threaddump.Frame {
 	if st == nil {
@@ -324,7 +325,7 @@ func (j *JFRReader) frames(st *jfr.StackTrace) []threaddump.Frame {
 	if fr, ok := j.stacks[st]; ok {
 		return fr
 	}
-	n := min(len(st.Frames), MaxWaitEventFrames)
+	n := min(len(st.Frames), snapshot.MaxWaitEventFrames)
 	fr := make([]threaddump.Frame, 0, n)
 	for _, f := range st.Frames[:n] {
 		tf := threaddump.Frame{Line: f.Line, Native: f.Type == "Native"}
