@@ -20,78 +20,127 @@ type TextOptions struct {
 // it is printed: quoted names (threads, owners) by %q, which escapes control,
 // bidi and invalid bytes itself, and everything else by Terminal. Terminal
 // inside %q would escape the escapes: "\x1b" printed as "\\x1b".
+//
+// Each section has a writer of its own, called in the order the reader
+// meets them; a section with nothing to show prints nothing (or, for the
+// sections always present, says so). The writers share one textWriter, so
+// the first write error stops every later write and is returned here.
 func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 	top := opt.Top
 	if top <= 0 {
 		top = 10
 	}
 	tw := &textWriter{w: w}
-	T := Terminal
 
 	if s.Target != nil {
-		tw.printf("pid %d (%s, %s): %d samples over %.1fs, %d threads", s.Target.PID, T(s.Target.Name), s.Target.Kind, s.Samples, s.DurationSeconds, s.Threads)
-		if s.Dumps > 0 {
-			tw.printf(", %d thread dumps", s.Dumps)
-		}
-		tw.printf("\n")
-		if len(s.OSStates) > 0 {
-			tw.printf("OS thread states: %s\n", formatOSStates(s.OSStates))
-		}
-		tw.printf("CPU: %.1f%% of one core, on %d allowed CPUs", s.CPUPercent, s.Target.CPUs)
-		if u := s.CPUUse; u != nil {
-			tw.printf(" (%.0f%% of them)", 100*u.ShareOfAllowed)
-		}
-		if s.RunQueueWaitShare > 0 {
-			tw.printf("; run-queue wait %.1f%% of runnable time", 100*s.RunQueueWaitShare)
-		}
-		tw.printf("\n")
-		if c := s.ContextSwitches; c != nil {
-			tw.printf("context switches: %.1f/s voluntary, %.1f/s involuntary (host: %.1f/s)\n", c.VoluntaryPerSecond, c.InvoluntaryPerSecond, c.HostPerSecond)
-		}
-		if c := s.Connections; c != nil {
-			tw.printf("connections: %d established", c.Established)
-			if len(c.ByPort) > 0 {
-				tw.printf(" (%s)", formatPorts(c.ByPort))
-			}
-			if len(c.Listening) > 0 {
-				tw.printf("; listening on %s", joinInts(c.Listening))
-			}
-			if tpc := s.ThreadsPerConnection; tpc != nil {
-				tw.printf("; %.1f threads per connection", tpc.Ratio)
-				if tpc.Slope != nil {
-					tw.printf(" (%.2f added per connection, R² %.2f, over %d to %d connections)", *tpc.Slope, *tpc.R2, tpc.MinConnections, tpc.MaxConnections)
-				}
-			}
-			tw.printf("\n")
-		}
-		if s.Dumps > 0 {
-			tw.printf("Java states: %s\n", formatStates(s.States))
-		}
-		tw.printf("\n")
+		writeLiveHeader(tw, s)
 	} else {
-		what := fmt.Sprintf("%d thread dump", s.Dumps)
-		if s.Dumps != 1 {
-			what += "s"
+		writeDumpHeader(tw, s)
+	}
+	writeFindings(tw, s)
+	writeResources(tw, s, top)
+	writeLockInstances(tw, s, top)
+	writeDeadlocks(tw, s)
+	writeConditionWaits(tw, s, top)
+	writePools(tw, s, top)
+	writeStackGroups(tw, s, top)
+	writeWakeups(tw, s, top)
+	writeScheduling(tw, s)
+	writeBusiestThreads(tw, s, top)
+	writeStuckThreads(tw, s, top)
+	writeSampleCost(tw, s)
+	writeWarnings(tw, s)
+	return tw.err
+}
+
+// writeLiveHeader opens the summary of a live run: the process, how long it
+// was sampled, and the machine-side numbers (CPU, switches, connections)
+// that frame the findings below.
+func writeLiveHeader(tw *textWriter, s *analysis.Summary) {
+	T := Terminal
+	tw.printf("pid %d (%s, %s): %d samples over %.1fs, %d threads", s.Target.PID, T(s.Target.Name), s.Target.Kind, s.Samples, s.DurationSeconds, s.Threads)
+	if s.Dumps > 0 {
+		tw.printf(", %d thread dumps", s.Dumps)
+	}
+	tw.printf("\n")
+	if len(s.OSStates) > 0 {
+		tw.printf("OS thread states: %s\n", formatOSStates(s.OSStates))
+	}
+	tw.printf("CPU: %.1f%% of one core, on %d allowed CPUs", s.CPUPercent, s.Target.CPUs)
+	if u := s.CPUUse; u != nil {
+		tw.printf(" (%.0f%% of them)", 100*u.ShareOfAllowed)
+	}
+	if s.RunQueueWaitShare > 0 {
+		tw.printf("; run-queue wait %.1f%% of runnable time", 100*s.RunQueueWaitShare)
+	}
+	tw.printf("\n")
+	if c := s.ContextSwitches; c != nil {
+		tw.printf("context switches: %.1f/s voluntary, %.1f/s involuntary (host: %.1f/s)\n", c.VoluntaryPerSecond, c.InvoluntaryPerSecond, c.HostPerSecond)
+	}
+	if c := s.Connections; c != nil {
+		writeConnections(tw, s, c)
+	}
+	if s.Dumps > 0 {
+		tw.printf("Java states: %s\n", formatStates(s.States))
+	}
+	tw.printf("\n")
+}
+
+// writeConnections prints the header's connections line: how many, to
+// which ports, what the process listens on, and how the thread count
+// follows the connection count (the sign of a thread-per-connection
+// server).
+func writeConnections(tw *textWriter, s *analysis.Summary, c *analysis.ConnectionSummary) {
+	tw.printf("connections: %d established", c.Established)
+	if len(c.ByPort) > 0 {
+		tw.printf(" (%s)", formatPorts(c.ByPort))
+	}
+	if len(c.Listening) > 0 {
+		tw.printf("; listening on %s", joinInts(c.Listening))
+	}
+	if tpc := s.ThreadsPerConnection; tpc != nil {
+		tw.printf("; %.1f threads per connection", tpc.Ratio)
+		if tpc.Slope != nil {
+			tw.printf(" (%.2f added per connection, R² %.2f, over %d to %d connections)", *tpc.Slope, *tpc.R2, tpc.MinConnections, tpc.MaxConnections)
 		}
-		if s.FirstDump != nil && s.Dumps > 1 {
-			what += fmt.Sprintf(" from %s to %s", s.FirstDump.Format("2006-01-02 15:04:05"), s.LastDump.Format("15:04:05"))
-		} else if s.FirstDump != nil {
-			what += " taken " + s.FirstDump.Format("2006-01-02 15:04:05")
-		}
-		if s.Dumps > 0 || s.JFR == nil {
-			tw.printf("%s, %d threads in the last", what, s.Threads)
-			if s.VM != "" {
-				tw.printf(" (%s)", T(s.VM))
-			}
-			tw.printf("\n")
-			tw.printf("states: %s\n", formatStates(s.States))
-		}
-		if s.JFR != nil {
-			tw.printf("%s\n", jfrHeader(s.JFR))
+	}
+	tw.printf("\n")
+}
+
+// writeDumpHeader opens the summary of offline input (thread dumps, a JFR
+// recording or both): there is no process to describe, only what the files
+// cover.
+func writeDumpHeader(tw *textWriter, s *analysis.Summary) {
+	what := fmt.Sprintf("%d thread dump", s.Dumps)
+	if s.Dumps != 1 {
+		what += "s"
+	}
+	if s.FirstDump != nil && s.Dumps > 1 {
+		what += fmt.Sprintf(" from %s to %s", s.FirstDump.Format("2006-01-02 15:04:05"), s.LastDump.Format("15:04:05"))
+	} else if s.FirstDump != nil {
+		what += " taken " + s.FirstDump.Format("2006-01-02 15:04:05")
+	}
+	// A recording alone has no dumps to count: its own header says what
+	// it covers.
+	if s.Dumps > 0 || s.JFR == nil {
+		tw.printf("%s, %d threads in the last", what, s.Threads)
+		if s.VM != "" {
+			tw.printf(" (%s)", Terminal(s.VM))
 		}
 		tw.printf("\n")
+		tw.printf("states: %s\n", formatStates(s.States))
 	}
+	if s.JFR != nil {
+		tw.printf("%s\n", jfrHeader(s.JFR))
+	}
+	tw.printf("\n")
+}
 
+// writeFindings prints the verdicts, always: with none, it says why none
+// (the same sentence the other formats give, lower-cased to sit in the
+// list).
+func writeFindings(tw *textWriter, s *analysis.Summary) {
+	T := Terminal
 	tw.printf("FINDINGS\n")
 	if len(s.Findings) == 0 {
 		tw.printf("  %s\n", strings.ToLower(analysis.NoFindings(s)[:1])+analysis.NoFindings(s)[1:])
@@ -104,9 +153,11 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 		tw.printf("      next: %s\n", T(f.NextStep))
 	}
 	tw.printf("\n")
+}
 
-	writeResources(tw, s, top)
-
+// writeLockInstances prints the lock table, always: one entry per lock
+// instance that threads waited on, up to top of them.
+func writeLockInstances(tw *textWriter, s *analysis.Summary, top int) {
 	tw.printf("LOCK INSTANCES (threads that wait for another thread: to enter, to re-enter after wait(), or inside work)\n")
 	if len(s.Locks) == 0 {
 		tw.printf("  no thread waited on a lock\n")
@@ -116,75 +167,102 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 			tw.printf("  … %d more\n", len(s.Locks)-top)
 			break
 		}
-		owner := "owner unknown"
-		switch {
-		case l.Owner != nil:
-			owner = fmt.Sprintf("owner %q", *l.Owner)
-		case l.Releaser != nil:
-			owner = fmt.Sprintf("nobody holds it; %q runs the same code without waiting", *l.Releaser)
-		}
 		if l.Kind == "futex" {
-			name := l.Address
-			if l.Symbol != nil {
-				name = *l.Symbol + " " + l.Address
-			}
-			tw.printf("  %3d waiting  futex %s\n", l.Waiters, T(name))
-			tw.printf("               avg %.2f waiters, blocked in %.0f%% of samples, %.1f thread-seconds queued\n", l.AvgWaiters, 100*l.BlockedShare, l.BlockedThreadSeconds)
-			if len(l.WaiterThreads) > 0 {
-				tw.printf("               waiters: %s\n", T(strings.Join(l.WaiterThreads, ", ")))
-			}
+			writeFutexLock(tw, l)
 			continue
 		}
-		jfrOnly := l.DumpsSeen == 0 && l.JFR != nil
-		count := fmt.Sprintf("%3d waiting", l.Waiters)
-		if jfrOnly {
-			count, owner = "   JFR only", "(in no thread dump)"
-		}
-		if l.Resource == "pinned" {
-			tw.printf("  %s  virtual threads pinned to their carrier thread\n", count)
-		} else {
-			tw.printf("  %s  %s %s <%s>  %s\n", count, kindLabel(l), T(l.Class), l.Address, owner)
-		}
-		if len(l.WaitKinds) > 1 {
-			tw.printf("               how they wait: %s\n", analysis.WaitKindBreakdown(l.WaitKinds))
-		}
-		if s.Dumps > 1 && !jfrOnly {
-			tw.printf("               avg %.2f waiters, blocked in %.0f%% of dumps (%d of %d)", l.AvgWaiters, 100*l.BlockedShare, l.DumpsSeen, s.Dumps)
-			if l.BlockedThreadSeconds > 0 {
-				tw.printf(", %.1f thread-seconds queued", l.BlockedThreadSeconds)
-			}
-			tw.printf("\n")
-		}
-		if l.WaitFrame != nil {
-			tw.printf("               waiters at %s\n", T(*l.WaitFrame))
-		}
-		writeJFRLock(tw, l.JFR)
-		if l.OwnerFrame != nil {
-			tw.printf("               owner runs %s\n", T(*l.OwnerFrame))
-		}
-		if l.OwnerLockFrame != nil && (l.OwnerFrame == nil || *l.OwnerLockFrame != *l.OwnerFrame) {
-			tw.printf("               owner took it in %s\n", T(*l.OwnerLockFrame))
-		}
-		if l.Owner == nil && l.ReleaserFrame != nil {
-			tw.printf("               releaser runs %s\n", T(*l.ReleaserFrame))
-		}
+		writeJavaLock(tw, s, l)
 	}
 	tw.printf("\n")
+}
 
-	if len(s.Deadlocks) > 0 {
-		tw.printf("DEADLOCKS\n")
-		for _, d := range s.Deadlocks {
-			tw.printf("  %d threads (found by %s, in %d dump(s)):\n", len(d.Threads), d.Source, d.Dumps)
-			for i, t := range d.Threads {
-				l := d.Locks[i]
-				tw.printf("    %q waits for %s %s <%s>\n", t, l.Kind, T(l.Class), l.Address)
-			}
+// writeFutexLock prints a native lock, known only by its futex address
+// (and the symbol it lies in, when one was found): it has no class, owner
+// or frames to show.
+func writeFutexLock(tw *textWriter, l analysis.LockSummary) {
+	T := Terminal
+	name := l.Address
+	if l.Symbol != nil {
+		name = *l.Symbol + " " + l.Address
+	}
+	tw.printf("  %3d waiting  futex %s\n", l.Waiters, T(name))
+	tw.printf("               avg %.2f waiters, blocked in %.0f%% of samples, %.1f thread-seconds queued\n", l.AvgWaiters, 100*l.BlockedShare, l.BlockedThreadSeconds)
+	if len(l.WaiterThreads) > 0 {
+		tw.printf("               waiters: %s\n", T(strings.Join(l.WaiterThreads, ", ")))
+	}
+}
+
+// writeJavaLock prints a Java lock instance: its class and address, who
+// holds it (or, with no holder, who runs the same code without waiting),
+// how its waiters wait, and the frames of waiters, owner and releaser.
+func writeJavaLock(tw *textWriter, s *analysis.Summary, l analysis.LockSummary) {
+	T := Terminal
+	owner := "owner unknown"
+	switch {
+	case l.Owner != nil:
+		owner = fmt.Sprintf("owner %q", *l.Owner)
+	case l.Releaser != nil:
+		owner = fmt.Sprintf("nobody holds it; %q runs the same code without waiting", *l.Releaser)
+	}
+	// A lock seen only in the recording has no dump-side counts: its
+	// numbers are the JFR ones printed by writeJFRLock.
+	jfrOnly := l.DumpsSeen == 0 && l.JFR != nil
+	count := fmt.Sprintf("%3d waiting", l.Waiters)
+	if jfrOnly {
+		count, owner = "   JFR only", "(in no thread dump)"
+	}
+	if l.Resource == "pinned" {
+		tw.printf("  %s  virtual threads pinned to their carrier thread\n", count)
+	} else {
+		tw.printf("  %s  %s %s <%s>  %s\n", count, kindLabel(l), T(l.Class), l.Address, owner)
+	}
+	if len(l.WaitKinds) > 1 {
+		tw.printf("               how they wait: %s\n", analysis.WaitKindBreakdown(l.WaitKinds))
+	}
+	if s.Dumps > 1 && !jfrOnly {
+		tw.printf("               avg %.2f waiters, blocked in %.0f%% of dumps (%d of %d)", l.AvgWaiters, 100*l.BlockedShare, l.DumpsSeen, s.Dumps)
+		if l.BlockedThreadSeconds > 0 {
+			tw.printf(", %.1f thread-seconds queued", l.BlockedThreadSeconds)
 		}
 		tw.printf("\n")
 	}
+	if l.WaitFrame != nil {
+		tw.printf("               waiters at %s\n", T(*l.WaitFrame))
+	}
+	writeJFRLock(tw, l.JFR)
+	if l.OwnerFrame != nil {
+		tw.printf("               owner runs %s\n", T(*l.OwnerFrame))
+	}
+	if l.OwnerLockFrame != nil && (l.OwnerFrame == nil || *l.OwnerLockFrame != *l.OwnerFrame) {
+		tw.printf("               owner took it in %s\n", T(*l.OwnerLockFrame))
+	}
+	if l.Owner == nil && l.ReleaserFrame != nil {
+		tw.printf("               releaser runs %s\n", T(*l.ReleaserFrame))
+	}
+}
 
-	// Condition waits matter when several threads share one (an idle
-	// pool); a JVM parks every thread on a condition of its own.
+// writeDeadlocks prints each cycle of threads waiting on each other's
+// locks; the section is left out when there is none.
+func writeDeadlocks(tw *textWriter, s *analysis.Summary) {
+	if len(s.Deadlocks) == 0 {
+		return
+	}
+	tw.printf("DEADLOCKS\n")
+	for _, d := range s.Deadlocks {
+		tw.printf("  %d threads (found by %s, in %d dump(s)):\n", len(d.Threads), d.Source, d.Dumps)
+		for i, t := range d.Threads {
+			l := d.Locks[i]
+			tw.printf("    %q waits for %s %s <%s>\n", t, l.Kind, Terminal(l.Class), l.Address)
+		}
+	}
+	tw.printf("\n")
+}
+
+// writeConditionWaits lists the futexes threads sleep on as a condition
+// rather than a lock. Condition waits matter when several threads share one
+// (an idle pool); a JVM parks every thread on a condition of its own, so
+// those with a single waiter are only counted.
+func writeConditionWaits(tw *textWriter, s *analysis.Summary, top int) {
 	shared, single := 0, 0
 	for _, w := range s.FutexWaits {
 		if w.Waiters >= 2 {
@@ -193,30 +271,36 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 			single++
 		}
 	}
-	if shared > 0 {
-		tw.printf("WAITING ON CONDITIONS (idle, not contention)\n")
-		n := 0
-		for _, w := range s.FutexWaits {
-			if w.Waiters < 2 {
-				continue
-			}
-			if n == top {
-				tw.printf("  … %d more\n", shared-top)
-				break
-			}
-			n++
-			name := w.Address
-			if w.Symbol != nil {
-				name = *w.Symbol + " " + w.Address
-			}
-			tw.printf("  %3d waiting  futex %s\n", w.Waiters, T(name))
-		}
-		if single > 0 {
-			tw.printf("  (and %d conditions with a single waiter each)\n", single)
-		}
-		tw.printf("\n")
+	if shared == 0 {
+		return
 	}
+	tw.printf("WAITING ON CONDITIONS (idle, not contention)\n")
+	n := 0
+	for _, w := range s.FutexWaits {
+		if w.Waiters < 2 {
+			continue
+		}
+		if n == top {
+			tw.printf("  … %d more\n", shared-top)
+			break
+		}
+		n++
+		name := w.Address
+		if w.Symbol != nil {
+			name = *w.Symbol + " " + w.Address
+		}
+		tw.printf("  %3d waiting  futex %s\n", w.Waiters, Terminal(name))
+	}
+	if single > 0 {
+		tw.printf("  (and %d conditions with a single waiter each)\n", single)
+	}
+	tw.printf("\n")
+}
 
+// writePools prints the thread pools, always. A live run knows each pool's
+// CPU and switches; dumps know only its threads' states.
+func writePools(tw *textWriter, s *analysis.Summary, top int) {
+	T := Terminal
 	tw.printf("THREAD POOLS (names with digits as N)\n")
 	for i, p := range s.Pools {
 		if i == top {
@@ -230,62 +314,72 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 		tw.printf("  %5d  %s  %s\n", p.Threads, T(p.Name), formatStates(p.States))
 	}
 	tw.printf("\n")
+}
 
-	if len(s.StackGroups) > 0 {
-		tw.printf("IDENTICAL STACKS (last dump)\n")
-		for i, g := range s.StackGroups {
-			if i == top {
+// writeStackGroups prints the stacks many threads share in the last dump,
+// each cut to its top four frames: enough to tell what the group does.
+func writeStackGroups(tw *textWriter, s *analysis.Summary, top int) {
+	if len(s.StackGroups) == 0 {
+		return
+	}
+	tw.printf("IDENTICAL STACKS (last dump)\n")
+	for i, g := range s.StackGroups {
+		if i == top {
+			break
+		}
+		tw.printf("  %5d threads %s, e.g. %s\n", g.Threads, g.State, quoteNames(g.Names))
+		for j, f := range g.Frames {
+			if j == 4 {
+				tw.printf("          … %d more frames\n", len(g.Frames)-4)
 				break
 			}
-			tw.printf("  %5d threads %s, e.g. %s\n", g.Threads, g.State, quoteNames(g.Names))
-			for j, f := range g.Frames {
-				if j == 4 {
-					tw.printf("          … %d more frames\n", len(g.Frames)-4)
-					break
-				}
-				tw.printf("          at %s\n", T(f))
-			}
+			tw.printf("          at %s\n", Terminal(f))
+		}
+	}
+	tw.printf("\n")
+}
+
+// writeWakeups prints the pools whose threads wake often to do little; the
+// section is left out when there is none.
+func writeWakeups(tw *textWriter, s *analysis.Summary, top int) {
+	if len(s.Wakeups) == 0 {
+		return
+	}
+	tw.printf("WAKE-UPS (threads that wake often to do little)\n")
+	for i, w := range s.Wakeups {
+		if i == top {
+			break
+		}
+		tw.printf("  %5d  %-30s  every %6.1f ms  %8.0f/s in all  %.2f%% CPU each", w.Threads, Terminal(w.Pool), w.PeriodMillis, w.PerSecond, w.CPUPercentPerThread)
+		if w.HostShare > 0 {
+			tw.printf("  %.0f%% of host switches", 100*w.HostShare)
 		}
 		tw.printf("\n")
 	}
+	tw.printf("\n")
+}
 
-	if len(s.Wakeups) > 0 {
-		tw.printf("WAKE-UPS (threads that wake often to do little)\n")
-		for i, w := range s.Wakeups {
-			if i == top {
-				break
-			}
-			tw.printf("  %5d  %-30s  every %6.1f ms  %8.0f/s in all  %.2f%% CPU each", w.Threads, T(w.Pool), w.PeriodMillis, w.PerSecond, w.CPUPercentPerThread)
-			if w.HostShare > 0 {
-				tw.printf("  %.0f%% of host switches", 100*w.HostShare)
-			}
-			tw.printf("\n")
-		}
-		tw.printf("\n")
+// writeScheduling prints how crowded the CPUs were, when the run measured
+// it.
+func writeScheduling(tw *textWriter, s *analysis.Summary) {
+	sc := s.Scheduling
+	if sc == nil {
+		return
 	}
+	tw.printf("SCHEDULING\n")
+	tw.printf("  %.2f threads runnable on average for %d CPUs; %.1f%% of runnable time spent waiting for a CPU; %.2f involuntary switches per thread per second\n",
+		sc.RunnableAvg, sc.CPUs, 100*sc.RunQueueWaitShare, sc.InvoluntaryPerThreadPerSecond)
+	tw.printf("\n")
+}
 
-	if sc := s.Scheduling; sc != nil {
-		tw.printf("SCHEDULING\n")
-		tw.printf("  %.2f threads runnable on average for %d CPUs; %.1f%% of runnable time spent waiting for a CPU; %.2f involuntary switches per thread per second\n",
-			sc.RunnableAvg, sc.CPUs, 100*sc.RunQueueWaitShare, sc.InvoluntaryPerThreadPerSecond)
-		tw.printf("\n")
+// writeBusiestThreads prints the threads that used the most CPU. A live run
+// has a full table (state, switches, run-queue wait, policy, CPUs allowed);
+// dumps have only the cpu= deltas between them.
+func writeBusiestThreads(tw *textWriter, s *analysis.Summary, top int) {
+	if len(s.ThreadCPU) == 0 {
+		return
 	}
-
-	if len(s.ThreadCPU) > 0 && s.Target != nil {
-		tw.printf("BUSIEST THREADS\n")
-		tw.printf("  %8s  %-13s  %6s  %9s  %9s  %7s  %-12s %4s  %s\n", "TID", "STATE", "CPU", "VOL/s", "INVOL/s", "RQWAIT", "POLICY", "NICE", "NAME (CPUS)")
-		for i, c := range s.ThreadCPU {
-			if i == top {
-				break
-			}
-			state := c.OSState
-			if c.JavaState != "" {
-				state = c.JavaState
-			}
-			tw.printf("  %8d  %-13s  %5.1f%%  %9.1f  %9.1f  %6.1f%%  %-12s %4d  %q (%s)\n", c.TID, state, c.Percent, c.VoluntaryPerSecond, c.InvoluntaryPerSecond, 100*c.RunQueueWaitShare, c.Policy, c.Nice, c.Thread, T(c.CPUsAllowed))
-		}
-		tw.printf("\n")
-	} else if len(s.ThreadCPU) > 0 {
+	if s.Target == nil {
 		tw.printf("BUSIEST THREADS (cpu= deltas across the dumps)\n")
 		for i, c := range s.ThreadCPU {
 			if i == top {
@@ -294,42 +388,71 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 			tw.printf("  %6.1f%%  %8.3fs  %q\n", c.Percent, c.CPUSeconds, c.Thread)
 		}
 		tw.printf("\n")
+		return
 	}
+	tw.printf("BUSIEST THREADS\n")
+	tw.printf("  %8s  %-13s  %6s  %9s  %9s  %7s  %-12s %4s  %s\n", "TID", "STATE", "CPU", "VOL/s", "INVOL/s", "RQWAIT", "POLICY", "NICE", "NAME (CPUS)")
+	for i, c := range s.ThreadCPU {
+		if i == top {
+			break
+		}
+		state := c.OSState
+		if c.JavaState != "" {
+			state = c.JavaState
+		}
+		tw.printf("  %8d  %-13s  %5.1f%%  %9.1f  %9.1f  %6.1f%%  %-12s %4d  %q (%s)\n", c.TID, state, c.Percent, c.VoluntaryPerSecond, c.InvoluntaryPerSecond, 100*c.RunQueueWaitShare, c.Policy, c.Nice, c.Thread, Terminal(c.CPUsAllowed))
+	}
+	tw.printf("\n")
+}
 
-	if len(s.StuckThreads) > 0 {
-		tw.printf("STUCK THREADS (same stack in every dump)\n")
-		for i, st := range s.StuckThreads {
-			if i == top {
-				tw.printf("  … %d more\n", len(s.StuckThreads)-top)
-				break
-			}
-			tw.printf("  %-8s %q at %s\n", st.State, st.Thread, T(st.Frame))
-		}
-		tw.printf("\n")
+// writeStuckThreads prints the threads whose stack never changed across
+// the dumps; the section is left out when there is none.
+func writeStuckThreads(tw *textWriter, s *analysis.Summary, top int) {
+	if len(s.StuckThreads) == 0 {
+		return
 	}
+	tw.printf("STUCK THREADS (same stack in every dump)\n")
+	for i, st := range s.StuckThreads {
+		if i == top {
+			tw.printf("  … %d more\n", len(s.StuckThreads)-top)
+			break
+		}
+		tw.printf("  %-8s %q at %s\n", st.State, st.Thread, Terminal(st.Frame))
+	}
+	tw.printf("\n")
+}
 
-	if c := s.SampleCost; c != nil && s.Target != nil {
-		tw.printf("COST OF SAMPLING\n")
-		tw.printf("  %.2f ms per sample on average, %.2f ms at most", 1000*c.AvgSeconds, 1000*c.PeakSeconds)
-		if c.Dumps > 0 {
-			tw.printf("; %d thread dumps took %.2f s", c.Dumps, c.DumpSeconds)
-		}
-		if c.TargetPauseSeconds != nil {
-			tw.printf("; they paused the target %.3f s", *c.TargetPauseSeconds)
-			if c.TargetPauseShare != nil {
-				tw.printf(" (%.3f%% of the run)", 100**c.TargetPauseShare)
-			}
-		}
-		tw.printf("\n\n")
+// writeSampleCost prints what the profiler itself cost a live run, so the
+// reader can judge how much the measurement disturbed the target.
+func writeSampleCost(tw *textWriter, s *analysis.Summary) {
+	c := s.SampleCost
+	if c == nil || s.Target == nil {
+		return
 	}
+	tw.printf("COST OF SAMPLING\n")
+	tw.printf("  %.2f ms per sample on average, %.2f ms at most", 1000*c.AvgSeconds, 1000*c.PeakSeconds)
+	if c.Dumps > 0 {
+		tw.printf("; %d thread dumps took %.2f s", c.Dumps, c.DumpSeconds)
+	}
+	if c.TargetPauseSeconds != nil {
+		tw.printf("; they paused the target %.3f s", *c.TargetPauseSeconds)
+		if c.TargetPauseShare != nil {
+			tw.printf(" (%.3f%% of the run)", 100**c.TargetPauseShare)
+		}
+	}
+	tw.printf("\n\n")
+}
 
-	if len(s.Warnings) > 0 {
-		tw.printf("WARNINGS\n")
-		for _, w := range s.Warnings {
-			tw.printf("  %s\n", T(w))
-		}
+// writeWarnings closes the summary with what went wrong while collecting
+// (it ends without a blank line: nothing follows it).
+func writeWarnings(tw *textWriter, s *analysis.Summary) {
+	if len(s.Warnings) == 0 {
+		return
 	}
-	return tw.err
+	tw.printf("WARNINGS\n")
+	for _, w := range s.Warnings {
+		tw.printf("  %s\n", Terminal(w))
+	}
 }
 
 type textWriter struct {
