@@ -25,9 +25,29 @@ const (
 )
 
 // findings turns the computed tables into plain-language conclusions,
-// ordered by impact.
+// ordered by impact. Each kind of finding has a builder of its own; they
+// are appended in a fixed order so that findings of equal impact keep it
+// through the stable sort. out starts empty, not nil: the JSON summary
+// prints "findings": [] when there are none.
 func findings(s *Summary) []Finding {
 	out := []Finding{}
+	out = append(out, deadlockFindings(s)...)
+	resources, covered := resourceFindings(s)
+	out = append(out, resources...)
+	out = append(out, lockFindings(s, covered)...)
+	out = append(out, stuckFindings(s)...)
+	out = append(out, serializationFindings(s, covered)...)
+	out = append(out, connectionFindings(s)...)
+	out = append(out, wakeupFindings(s)...)
+	out = append(out, saturationFindings(s)...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].impact > out[j].impact })
+	return out
+}
+
+// deadlockFindings makes one critical finding per deadlock, above every
+// other finding: its threads never recover on their own.
+func deadlockFindings(s *Summary) []Finding {
+	var out []Finding
 	for _, d := range s.Deadlocks {
 		var ev []string
 		for i, t := range d.Threads {
@@ -52,6 +72,33 @@ func findings(s *Summary) []Finding {
 			impact:   1e9 + float64(len(d.Threads)),
 		})
 	}
+	return out
+}
+
+// resourceFindings makes one finding per resource whose waiters queue on
+// several instances of it, and returns the IDs of the resources it
+// covered: the instances' own findings would split one queue into many,
+// so lockFindings and serializationFindings leave them out. A striped
+// resource (one waiter per instance) is no queue and gets no finding here.
+func resourceFindings(s *Summary) (out []Finding, covered map[string]bool) {
+	covered = map[string]bool{}
+	for _, cs := range s.ContentionSites {
+		if cs.Striped || cs.Instances <= 1 {
+			continue
+		}
+		if f, ok := resourceFinding(cs, s); ok {
+			out = append(out, f)
+			covered[cs.ID] = true
+		}
+	}
+	return out, covered
+}
+
+// lockFindings makes one finding per lock instance that is a hotspot and
+// is not reported another way: by its resource (covered), by a deadlock,
+// or as part of a striped design.
+func lockFindings(s *Summary, covered map[string]bool) []Finding {
+	var out []Finding
 	inDeadlock := map[string]bool{}
 	for _, d := range s.Deadlocks {
 		for _, l := range d.Locks {
@@ -60,20 +107,10 @@ func findings(s *Summary) []Finding {
 	}
 	stripedSites := map[string]bool{}
 	sites := map[string]ContentionSite{}
-	// covered are the resources whose instances make one finding: the
-	// instances' own would split one queue into many.
-	covered := map[string]bool{}
 	for _, cs := range s.ContentionSites {
 		sites[cs.ID] = cs
 		if cs.Striped {
 			stripedSites[cs.ID] = true
-			continue
-		}
-		if cs.Instances > 1 {
-			if f, ok := resourceFinding(cs, s); ok {
-				out = append(out, f)
-				covered[cs.ID] = true
-			}
 		}
 	}
 	for _, l := range s.Locks {
@@ -105,92 +142,124 @@ func findings(s *Summary) []Finding {
 			out = append(out, futexFinding(l, s.Samples))
 			continue
 		}
-		series := s.Dumps > 1
-		sev := SeverityWarning
-		if l.Waiters >= 5 || l.AvgWaiters >= 4 {
-			sev = SeverityCritical
+		cs, atSite := sites[l.Site]
+		out = append(out, lockHotspotFinding(l, s, cs, atSite))
+	}
+	return out
+}
+
+// lockHotspotFinding words the finding for one contended Java lock: how
+// many wait and how, where, who holds it, and what to do about it. cs is
+// the resource the lock's waiters wait at, when atSite says there is one:
+// with no owner, the resource's pool tells what the waiters belong to.
+func lockHotspotFinding(l LockSummary, s *Summary, cs ContentionSite, atSite bool) Finding {
+	series := s.Dumps > 1
+	sev := SeverityWarning
+	if l.Waiters >= 5 || l.AvgWaiters >= 4 {
+		sev = SeverityCritical
+	}
+	owner := lockOwnerPhrase(l)
+	where := ""
+	if l.WaitFrame != nil {
+		where = " at " + *l.WaitFrame
+	}
+	what, verb := lockWaitersPhrase(l, series)
+	// A single dump is a snapshot, not a measure of contention: it
+	// can say where threads queue, not that they always do.
+	if sev == SeverityCritical && l.DumpsSeen <= 1 {
+		sev = SeverityWarning
+		if !series {
+			where += " (seen in 1 dump)"
 		}
-		owner := "held by an owner the dump does not name"
-		switch {
-		case l.Owner != nil:
-			owner = fmt.Sprintf("held by %q", *l.Owner)
-			if l.OwnerFrame != nil {
-				owner += " running " + *l.OwnerFrame
-			}
-		case l.Releaser != nil:
-			owner = fmt.Sprintf("nobody holds it while they wait; %q runs the same code without waiting", *l.Releaser)
-			if l.ReleaserFrame != nil {
-				owner += " (running " + *l.ReleaserFrame + ")"
-			}
-		case waitsForSignal(l):
-			owner = "nobody holds it: they wait for another thread to hand something back or signal them, and the dump does not tell which"
+	}
+	ev := []string{fmt.Sprintf("%s %s %s", l.Resource, l.Class, l.Address)}
+	if len(l.WaitKinds) > 1 {
+		ev = append(ev, "how they wait, by waiter samples: "+WaitKindBreakdown(l.WaitKinds))
+	}
+	if l.OwnerLockFrame != nil {
+		ev = append(ev, "owner took it in "+*l.OwnerLockFrame)
+	}
+	if len(l.WaiterThreads) > 0 {
+		ev = append(ev, "waiters: "+quoteList(l.WaiterThreads))
+	}
+	if series {
+		ev = append(ev, lockSeriesEvidence(l)...)
+	}
+	if atSite && l.Owner == nil {
+		if p := poolSentence(cs); p != "" {
+			owner += "; " + p
 		}
-		where := ""
-		if l.WaitFrame != nil {
-			where = " at " + *l.WaitFrame
+	}
+	next := "Shorten the critical section, split the lock, or replace it with a concurrent structure; look at what the owner does while holding it."
+	switch {
+	case l.Owner == nil && l.Releaser == nil && waitsForSignal(l):
+		next = handOffNextStep
+	case waitsForSignal(l):
+		next = "The waiters wait inside work for one thread to finish (a group commit, a transaction holding a row): make that thread's step shorter or batch more per step, or let callers go on without waiting for it."
+	case l.Owner == nil && l.Resource == "synchronizer":
+		next = "Take the dump with `jcmd <pid> Thread.print -l` to see which thread owns this lock; then shorten or split its critical section."
+	}
+	return Finding{
+		Kind:     FindingLockHotspot,
+		Severity: sev,
+		Summary:  fmt.Sprintf("%s %s on %s%s%s, %s.", capitalize(what), verb, LockName(l), waitHow(l), where, owner) + jfrSentence(l),
+		Evidence: ev,
+		NextStep: next,
+		impact:   1e6 + float64(l.Waiters)*1000 + l.AvgWaiters,
+	}
+}
+
+// lockOwnerPhrase says who holds a contended lock, or, when nobody does,
+// what the waiters wait for instead: a thread running the same code
+// without waiting, or a signal.
+func lockOwnerPhrase(l LockSummary) string {
+	owner := "held by an owner the dump does not name"
+	switch {
+	case l.Owner != nil:
+		owner = fmt.Sprintf("held by %q", *l.Owner)
+		if l.OwnerFrame != nil {
+			owner += " running " + *l.OwnerFrame
 		}
-		what, verb := plural(l.Waiters, "thread"), "queue"
-		if l.Waiters == 1 {
-			verb = "queues"
+	case l.Releaser != nil:
+		owner = fmt.Sprintf("nobody holds it while they wait; %q runs the same code without waiting", *l.Releaser)
+		if l.ReleaserFrame != nil {
+			owner += " (running " + *l.ReleaserFrame + ")"
 		}
+	case waitsForSignal(l):
+		owner = "nobody holds it: they wait for another thread to hand something back or signal them, and the dump does not tell which"
+	}
+	return owner
+}
+
+// lockWaitersPhrase gives the subject and verb of a lock finding: how
+// many threads, and whether they queue for the lock or wait for a signal.
+// Over a series of dumps the subject carries the numbers of the series and
+// the verb is always plural ("up to 3 threads ... queue").
+func lockWaitersPhrase(l LockSummary, series bool) (what, verb string) {
+	what, verb = plural(l.Waiters, "thread"), "queue"
+	if l.Waiters == 1 {
+		verb = "queues"
+	}
+	if waitsForSignal(l) {
+		verb = "wait"
+		if l.Waiters == 1 && !series {
+			verb = "waits"
+		}
+	}
+	if series {
+		verb = "queue"
+		what = fmt.Sprintf("up to %d threads (%.1f on average, blocked in %.0f%% of dumps, seen in %s)", l.Waiters, l.AvgWaiters, 100*l.BlockedShare, plural(l.DumpsSeen, "dump"))
 		if waitsForSignal(l) {
 			verb = "wait"
-			if l.Waiters == 1 && !series {
-				verb = "waits"
-			}
 		}
-		if series {
-			verb = "queue"
-			what = fmt.Sprintf("up to %d threads (%.1f on average, blocked in %.0f%% of dumps, seen in %s)", l.Waiters, l.AvgWaiters, 100*l.BlockedShare, plural(l.DumpsSeen, "dump"))
-			if waitsForSignal(l) {
-				verb = "wait"
-			}
-		}
-		// A single dump is a snapshot, not a measure of contention: it
-		// can say where threads queue, not that they always do.
-		if sev == SeverityCritical && l.DumpsSeen <= 1 {
-			sev = SeverityWarning
-			if !series {
-				where += " (seen in 1 dump)"
-			}
-		}
-		ev := []string{fmt.Sprintf("%s %s %s", l.Resource, l.Class, l.Address)}
-		if len(l.WaitKinds) > 1 {
-			ev = append(ev, "how they wait, by waiter samples: "+WaitKindBreakdown(l.WaitKinds))
-		}
-		if l.OwnerLockFrame != nil {
-			ev = append(ev, "owner took it in "+*l.OwnerLockFrame)
-		}
-		if len(l.WaiterThreads) > 0 {
-			ev = append(ev, "waiters: "+quoteList(l.WaiterThreads))
-		}
-		if series {
-			ev = append(ev, lockSeriesEvidence(l)...)
-		}
-		if cs, ok := sites[l.Site]; ok && l.Owner == nil {
-			if p := poolSentence(cs); p != "" {
-				owner += "; " + p
-			}
-		}
-		next := "Shorten the critical section, split the lock, or replace it with a concurrent structure; look at what the owner does while holding it."
-		switch {
-		case l.Owner == nil && l.Releaser == nil && waitsForSignal(l):
-			next = handOffNextStep
-		case waitsForSignal(l):
-			next = "The waiters wait inside work for one thread to finish (a group commit, a transaction holding a row): make that thread's step shorter or batch more per step, or let callers go on without waiting for it."
-		case l.Owner == nil && l.Resource == "synchronizer":
-			next = "Take the dump with `jcmd <pid> Thread.print -l` to see which thread owns this lock; then shorten or split its critical section."
-		}
-		out = append(out, Finding{
-			Kind:     FindingLockHotspot,
-			Severity: sev,
-			Summary:  fmt.Sprintf("%s %s on %s%s%s, %s.", capitalize(what), verb, LockName(l), waitHow(l), where, owner) + jfrSentence(l),
-			Evidence: ev,
-			NextStep: next,
-			impact:   1e6 + float64(l.Waiters)*1000 + l.AvgWaiters,
-		})
 	}
-	// Stuck threads in the same state and frame make one finding.
+	return what, verb
+}
+
+// stuckFindings makes one finding per group of stuck threads in the same
+// state at the same frame: a pool stuck in one place is one problem, not
+// one per thread.
+func stuckFindings(s *Summary) []Finding {
 	type stuckGroup struct {
 		state, frame string
 		names        []string
@@ -210,6 +279,7 @@ func findings(s *Summary) []Finding {
 		}
 		g.names = append(g.names, st.Thread)
 	}
+	var out []Finding
 	for _, g := range groups {
 		sev := SeverityInfo
 		next := "Check whether this thread makes progress: a loop that never ends or a call that never returns."
@@ -230,11 +300,6 @@ func findings(s *Summary) []Finding {
 			impact:   map[string]float64{SeverityWarning: 1e3, SeverityInfo: 1}[sev] + float64(len(g.names)),
 		})
 	}
-	out = append(out, serializationFindings(s, covered)...)
-	out = append(out, connectionFindings(s)...)
-	out = append(out, wakeupFindings(s)...)
-	out = append(out, saturationFindings(s)...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].impact > out[j].impact })
 	return out
 }
 
