@@ -1,19 +1,13 @@
 package cli
 
 import (
-	"bufio"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"math"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ctprof/ctprof/internal/fit"
 	"github.com/ctprof/ctprof/internal/report"
 	"github.com/ctprof/ctprof/pkg/usl"
 )
@@ -111,15 +105,21 @@ func NewCmdFit(io IO, runF func(*FitOptions) error) *cobra.Command {
 }
 
 func fitRun(opts *FitOptions) error {
-	points, err := readFitFile(opts.IO.In, opts.File)
+	var points []usl.Point
+	var err error
+	if opts.File == "-" {
+		points, err = fit.ReadPoints(opts.IO.In, displayName(opts.File))
+	} else {
+		points, err = fit.ReadFile(opts.File)
+	}
 	if err != nil {
 		return err
 	}
-	res, err := NewFitReport(points)
+	res, err := fit.NewReport(points)
 	if err != nil {
 		return fmt.Errorf("%s: %w", displayName(opts.File), err)
 	}
-	if err := writeFitReport(opts.IO.Out, opts.Format, res); err != nil {
+	if err := fit.WriteReport(opts.IO.Out, opts.Format, res); err != nil {
 		return err
 	}
 	if opts.HTML == "" {
@@ -134,183 +134,11 @@ func fitRun(opts *FitOptions) error {
 	return nil
 }
 
-// FitReport is everything `ctprof fit` knows about one set of points: the
-// fits as the report package renders them (points, usl, amdahl and their
-// errors), the fits themselves, and every warning. Writers take it whole.
-type FitReport struct {
-	*report.FitDocument
-	// Warnings gathers both models' warnings, each prefixed with its
-	// model, and why a model could not be fitted.
-	Warnings []string `json:"warnings"`
-	// USL and Amdahl are the fits; nil when a model could not be fitted.
-	USLFit    *usl.Fit `json:"-"`
-	AmdahlFit *usl.Fit `json:"-"`
-}
-
-// NewFitReport fits both models. It fails only when neither can be fitted
-// (the USL needs 4 distinct concurrencies, Amdahl 2).
-func NewFitReport(points []usl.Point) (*FitReport, error) {
-	u, uerr := usl.FitUSL(points)
-	a, aerr := usl.FitAmdahl(points)
-	if uerr != nil && aerr != nil {
-		return nil, aerr
-	}
-	res := &FitReport{
-		FitDocument: report.NewFitDocument(points, u, uerr, a, aerr),
-		Warnings:    []string{},
-		USLFit:      u,
-		AmdahlFit:   a,
-	}
-	if uerr != nil {
-		res.Warnings = append(res.Warnings, "USL not fitted: "+uerr.Error())
-	} else {
-		for _, w := range u.Warnings {
-			res.Warnings = append(res.Warnings, "USL: "+w)
-		}
-	}
-	if aerr != nil {
-		res.Warnings = append(res.Warnings, "Amdahl not fitted: "+aerr.Error())
-	} else {
-		for _, w := range a.Warnings {
-			res.Warnings = append(res.Warnings, "Amdahl: "+w)
-		}
-	}
-	return res, nil
-}
-
-func writeFitReport(w io.Writer, format string, res *FitReport) error {
-	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
-	}
-	return report.FitText(w, res.FitDocument)
-}
-
-// Limits of the input, so that a wrong file fails fast instead of filling
-// memory.
-const (
-	maxFitLine   = 64 << 10
-	maxFitPoints = 1_000_000
-	// quoteMax bounds how much of a bad line an error message repeats.
-	quoteMax = 60
-)
-
+// displayName is how messages and the HTML page name the input: "-" is
+// the command line's word for standard input.
 func displayName(file string) string {
 	if file == "-" {
 		return "standard input"
 	}
 	return file
 }
-
-// readFitFile reads the points from file, or from stdin for "-".
-func readFitFile(stdin io.Reader, file string) ([]usl.Point, error) {
-	r := stdin
-	if file != "-" {
-		f, err := os.Open(file)
-		if err != nil {
-			return nil, fmt.Errorf("open measurements: %w", err)
-		}
-		defer f.Close()
-		if st, err := f.Stat(); err == nil && st.IsDir() {
-			return nil, fmt.Errorf("%s is a directory, not a file of measurements", file)
-		}
-		r = f
-	}
-	return readFitPoints(r, displayName(file))
-}
-
-// readFitPoints parses lines of "concurrency, throughput". Fields are
-// separated by commas, semicolons, tabs or spaces; # starts a comment; the
-// first line that is not blank or a comment may be a header (no field is a
-// number). Every error names the line.
-func readFitPoints(r io.Reader, name string) ([]usl.Point, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), maxFitLine)
-	var pts []usl.Point
-	line, seenContent := 0, false
-	for sc.Scan() {
-		line++
-		text := sc.Text()
-		if line == 1 {
-			text = strings.TrimPrefix(text, "\uFEFF") // a byte-order mark from spreadsheets
-		}
-		if i := strings.IndexByte(text, '#'); i >= 0 {
-			text = text[:i]
-		}
-		fields := strings.FieldsFunc(text, func(r rune) bool {
-			return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\r' || r == '\v' || r == '\f'
-		})
-		if len(fields) == 0 {
-			continue
-		}
-		first := !seenContent
-		seenContent = true
-		if first && isHeader(fields) {
-			continue
-		}
-		if len(fields) != 2 {
-			return nil, fmt.Errorf("%s:%d: want two fields, concurrency and throughput; got %d in %s", name, line, len(fields), quote(text))
-		}
-		n, err := parseMeasure(fields[0], "concurrency")
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-		x, err := parseMeasure(fields[1], "throughput")
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-		if len(pts) == maxFitPoints {
-			return nil, fmt.Errorf("%s:%d: more than %d measurements", name, line, maxFitPoints)
-		}
-		pts = append(pts, usl.Point{N: n, Throughput: x})
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("%s:%d: line longer than %d KiB: not a file of measurements", name, line+1, maxFitLine>>10)
-		}
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	if len(pts) == 0 {
-		return nil, fmt.Errorf("%s: no measurements (want lines of concurrency,throughput)", name)
-	}
-	return pts, nil
-}
-
-// isHeader: a line none of whose fields is a number.
-func isHeader(fields []string) bool {
-	for _, f := range fields {
-		if _, err := strconv.ParseFloat(f, 64); err == nil {
-			return false
-		}
-	}
-	return true
-}
-
-// parseMeasure reads a positive, finite number.
-func parseMeasure(field, what string) (float64, error) {
-	v, err := strconv.ParseFloat(field, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s %s is not a number", what, quote(field))
-	}
-	if !(v > 0) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("%s must be a positive number, got %s", what, quote(field))
-	}
-	return v, nil
-}
-
-// quote renders part of the input for an error message: bounded, and
-// quoted so that control characters cannot reach the terminal.
-func quote(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > quoteMax {
-		cut := quoteMax
-		for cut > 0 && !isRuneStart(s[cut]) {
-			cut--
-		}
-		return strconv.Quote(s[:cut]) + "…"
-	}
-	return strconv.Quote(s)
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

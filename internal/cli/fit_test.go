@@ -3,8 +3,6 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/ctprof/ctprof/internal/testgolden"
-	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/browsertest"
-	"github.com/ctprof/ctprof/pkg/usl"
+	"github.com/ctprof/ctprof/internal/fit"
+	"github.com/ctprof/ctprof/internal/testgolden"
 )
 
 const fitTestdata = "testdata/fit"
@@ -85,7 +84,7 @@ func TestFitFromStdinWithHeader(t *testing.T) {
 	in := "users,throughput\n1,65\n18,996\n36,1652\n72,1853\n108,1829\n144,1775\n216,1702\n"
 	code, out, errOut := run(t, in, "fit", "--format", "json", "-")
 	require.Equal(t, 0, code, errOut)
-	var doc FitReport
+	var doc fit.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
 	require.NotNil(t, doc.FitDocument)
 	require.NotNil(t, doc.USL)
@@ -125,34 +124,8 @@ func toStrings(v any) []string {
 	return out
 }
 
-// The reader is lenient about layout and strict about numbers.
-func TestReadFitPoints(t *testing.T) {
-	want := []usl.Point{{N: 1, Throughput: 10}, {N: 2, Throughput: 19.5}, {N: 4, Throughput: 35}}
-	tests := []struct {
-		name, in string
-	}{
-		{"plain CSV", "1,10\n2,19.5\n4,35\n"},
-		{"header", "threads,ops/s\n1,10\n2,19.5\n4,35\n"},
-		{"comment before the header", "# run 7\n\nN X\n1 10\n2 19.5\n4 35\n"},
-		{"inline comments", "1,10 # warm\n2,19.5#x\n4,35\n# end\n"},
-		{"spaces around commas", "  1 ,  10\n2,\t19.5\n 4 , 35 \n"},
-		{"tabs", "1\t10\n2\t19.5\n4\t35\n"},
-		{"semicolons", "1;10\n2;19.5\n4;35\n"},
-		{"CRLF and no final newline", "1,10\r\n2,19.5\r\n4,35"},
-		{"byte-order mark", "\uFEFFN,X\r\n1,10\r\n2,19.5\r\n4,35\r\n"},
-		{"exponents", "1e0,1e1\n2,1.95e1\n4,3.5E1\n"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := readFitPoints(strings.NewReader(tc.in), "in.csv")
-			require.NoError(t, err)
-			assert.Equal(t, want, got)
-		})
-	}
-}
-
 func TestFitInputErrors(t *testing.T) {
-	long := "1," + strings.Repeat("9", maxFitLine) + "\n"
+	long := "1," + strings.Repeat("9", 64<<10) + "\n" // past the reader's limit, which the message names
 	tests := []struct {
 		name, in, msg string
 	}{
@@ -246,56 +219,6 @@ func TestFitHelpTeaches(t *testing.T) {
 	// The example in the help works as printed (the printf input).
 	in := "users,throughput\n1,65\n18,996\n36,1652\n72,1853\n108,1829\n144,1775\n216,1702\n"
 	assert.Contains(t, out, strings.ReplaceAll(in, "\n", `\n`))
-}
-
-// NewFitReport is the hook for other writers (the HTML report): it holds
-// both fits and every warning.
-func TestNewFitReport(t *testing.T) {
-	pts := []usl.Point{{N: 1, Throughput: 10}, {N: 2, Throughput: 20}, {N: 4, Throughput: 40}, {N: 8, Throughput: 80}}
-	res, err := NewFitReport(pts)
-	require.NoError(t, err)
-	require.NotNil(t, res.USLFit)
-	require.NotNil(t, res.AmdahlFit)
-	assert.Equal(t, res.USLFit.Lambda, res.USL.Lambda)
-	assert.Len(t, res.Points, 4)
-	assert.Contains(t, res.Warnings, "USL: σ sits on its bound 0: no contention seen in the measured range")
-	assert.Contains(t, res.Warnings, "Amdahl: σ sits on its bound 0: no contention seen in the measured range")
-
-	_, err = NewFitReport([]usl.Point{{N: 3, Throughput: 1}})
-	assert.ErrorIs(t, err, usl.ErrTooFewPoints)
-}
-
-// FuzzReadFitPoints: any input either fails with a message that names the
-// input, or gives positive, finite points.
-func FuzzReadFitPoints(f *testing.F) {
-	for _, seed := range []string{
-		"1,10\n2,19\n4,35\n8,60\n",
-		"threads;ops\n# c\n1; 1e3\n2 ;2e3 # x\n",
-		"\uFEFFN\tX\r\n1\t5\r\n",
-		"1,NaN\n", "0,1\n", "1,2,3\n", "", "#\n", ",,,\n", "1e309,1\n", "0x1p3,5\n",
-	} {
-		f.Add(seed)
-	}
-	f.Fuzz(func(t *testing.T, in string) {
-		pts, err := readFitPoints(strings.NewReader(in), "in.csv")
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "in.csv:") && !strings.HasPrefix(err.Error(), "read in.csv") {
-				t.Fatalf("error does not name the input: %v", err)
-			}
-			if pts != nil {
-				t.Fatalf("points with an error")
-			}
-			return
-		}
-		if len(pts) == 0 {
-			t.Fatalf("no points and no error")
-		}
-		for _, p := range pts {
-			if !(p.N > 0) || !(p.Throughput > 0) || math.IsInf(p.N, 0) || math.IsInf(p.Throughput, 0) {
-				t.Fatalf("bad point %+v from %q", p, in)
-			}
-		}
-	})
 }
 
 // ctprof fit --html draws the points and both curves in a page that works
