@@ -2,23 +2,19 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/report"
 	"github.com/ctprof/ctprof/internal/sample"
 	"github.com/ctprof/ctprof/internal/scale"
-	"github.com/ctprof/ctprof/pkg/usl"
 )
 
 // ScaleOptions are the inputs of `ctprof scale`.
@@ -137,57 +133,6 @@ func NewCmdScale(io IO, runF func(*ScaleOptions) error) *cobra.Command {
 	return cmd
 }
 
-// parseLevels reads "1,2,4".
-func parseLevels(s, flag string) ([]int, error) {
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || n < 1 {
-			return nil, usageErrorf("%s: %q is not a positive whole number", flag, part)
-		}
-		if len(out) > 0 && n <= out[len(out)-1] {
-			return nil, usageErrorf("%s: levels must rise, got %s", flag, s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// defaultCPULevels is 1, 2, 4, … and all.
-func defaultCPULevels(n int) []int {
-	var out []int
-	for k := 1; k < n; k *= 2 {
-		out = append(out, k)
-	}
-	return append(out, n)
-}
-
-// ScaleDocument is the JSON form of a scaling run.
-type ScaleDocument struct {
-	Vary       string              `json:"vary"`
-	Throughput string              `json:"throughput_source"`
-	Levels     []ScaleLevel        `json:"levels"`
-	Fit        *report.FitDocument `json:"fit"`
-	Locks      []scale.LockTrend   `json:"locks"`
-	Findings   []analysis.Finding  `json:"findings"`
-	// Summaries are the profile of each level, as ctprof attach prints it.
-	Summaries []*analysis.Summary `json:"summaries,omitempty"`
-}
-
-// ScaleLevel is one level of the run.
-type ScaleLevel struct {
-	N          int     `json:"n"`
-	Throughput float64 `json:"throughput"`
-	Normalized float64 `json:"normalized"`
-	CPUPercent float64 `json:"cpu_percent"`
-	// OtherCPUShare is the share of the level's CPUs that went to anything
-	// but the workload during the measurement kept; Disturbed says other
-	// load held the workload back; Measurements counts the attempts.
-	OtherCPUShare float64 `json:"other_cpu_share"`
-	Disturbed     bool    `json:"disturbed"`
-	Measurements  int     `json:"measurements"`
-}
-
 func scaleRun(ctx context.Context, opts *ScaleOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -207,18 +152,18 @@ func scaleRun(ctx context.Context, opts *ScaleOptions) error {
 	}
 	switch {
 	case o.Vary == scale.VaryConcurrency:
-		if o.Levels, err = parseLevels(opts.Concurrency, "--concurrency"); err != nil {
-			return err
+		if o.Levels, err = scale.ParseLevels(opts.Concurrency, "--concurrency"); err != nil {
+			return usageError{err}
 		}
 	case opts.CPUs != "":
-		if o.Levels, err = parseLevels(opts.CPUs, "--cpus"); err != nil {
-			return err
+		if o.Levels, err = scale.ParseLevels(opts.CPUs, "--cpus"); err != nil {
+			return usageError{err}
 		}
 	default:
 		if len(cpus) < 2 {
 			return fmt.Errorf("ctprof may use only %d CPU here (%v): there is nothing to compare; run it with more CPUs, or vary the workload's concurrency (--vary concurrency)", len(cpus), cpus)
 		}
-		o.Levels = defaultCPULevels(len(cpus))
+		o.Levels = scale.DefaultCPULevels(len(cpus))
 	}
 	if opts.Regex != "" {
 		if _, err := scale.NewRegexThroughput(opts.Regex); err != nil {
@@ -237,104 +182,17 @@ func scaleRun(ctx context.Context, opts *ScaleOptions) error {
 	if err != nil {
 		return err
 	}
-	doc := scaleDocument(res)
-	if opts.Format == "json" {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(doc); err != nil {
-			return err
-		}
-	} else if err := scaleText(opts.IO, doc); err != nil {
+	doc := scale.NewDocument(res)
+	if err := scale.WriteDocument(opts.IO.Out, opts.Format, doc); err != nil {
 		return err
 	}
 	if opts.HTML == "" {
 		return nil
 	}
-	if err := writeAtomic(opts.HTML, func(w io.Writer) error { return report.ScalabilityHTML(w, scaleHTMLInput(opts, doc)) }); err != nil {
+	in := doc.HTMLInput(opts.Command, opts.Warmup, opts.Measure, time.Now())
+	if err := writeAtomic(opts.HTML, func(w io.Writer) error { return report.ScalabilityHTML(w, in) }); err != nil {
 		return fmt.Errorf("HTML report: %w", err)
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "ctprof: wrote the HTML report to %s\n", opts.HTML)
-	return nil
-}
-
-// scaleHTMLInput lays the scaling document out for the HTML page.
-func scaleHTMLInput(opts *ScaleOptions, doc *ScaleDocument) report.ScalabilityInput {
-	in := report.ScalabilityInput{Title: "ctprof scale: " + strings.Join(opts.Command, " "), Fit: doc.Fit, Unit: "CPUs",
-		Findings: doc.Findings, Generated: time.Now(),
-		Facts: [][2]string{{"command", strings.Join(opts.Command, " ")}, {"varied", doc.Vary}, {"throughput from", doc.Throughput},
-			{"per level", fmt.Sprintf("%s warm-up, %s measured", opts.Warmup, opts.Measure)}}}
-	if doc.Vary == string(scale.VaryConcurrency) {
-		in.Unit = "N"
-	}
-	for _, lv := range doc.Levels {
-		in.Levels = append(in.Levels, report.ScalabilityLevel{N: lv.N, Throughput: lv.Throughput, Speedup: lv.Normalized, CPUPercent: lv.CPUPercent})
-	}
-	for _, l := range doc.Locks {
-		in.Locks = append(in.Locks, report.ScalabilityLock{Name: l.Name, Site: l.Site, BlockedShare: l.BlockedShare})
-	}
-	return in
-}
-
-func scaleDocument(res *scale.Result) *ScaleDocument {
-	pts := res.Points()
-	u, uerr := usl.FitUSL(pts)
-	a, aerr := usl.FitAmdahl(pts)
-	doc := &ScaleDocument{
-		Vary: string(res.Vary), Throughput: res.Throughput,
-		Fit:   report.NewFitDocument(pts, u, uerr, a, aerr),
-		Locks: res.Locks, Findings: res.Findings(a),
-	}
-	if doc.Locks == nil {
-		doc.Locks = []scale.LockTrend{}
-	}
-	for _, lv := range res.Levels {
-		sl := ScaleLevel{N: lv.N, Throughput: lv.Throughput, Normalized: lv.Normalized,
-			OtherCPUShare: lv.OtherCPUShare, Disturbed: lv.Disturbed(), Measurements: lv.Measurements}
-		if lv.Summary != nil {
-			sl.CPUPercent = lv.Summary.CPUPercent
-		}
-		doc.Levels = append(doc.Levels, sl)
-		doc.Summaries = append(doc.Summaries, lv.Summary)
-	}
-	return doc
-}
-
-func scaleText(io IO, doc *ScaleDocument) error {
-	T := report.Terminal
-	w := io.Out
-	unit := "CPUs"
-	if doc.Vary == string(scale.VaryConcurrency) {
-		unit = "N"
-	}
-	fmt.Fprintf(w, "throughput from %s\n\n", T(doc.Throughput))
-	fmt.Fprintf(w, "%8s  %14s  %9s  %9s\n", unit, "throughput", "speed-up", "CPU")
-	for _, lv := range doc.Levels {
-		fmt.Fprintf(w, "%8d  %14.6g  %8.2fx  %8.0f%%\n", lv.N, lv.Throughput, lv.Normalized, lv.CPUPercent)
-	}
-	fmt.Fprintln(w)
-	if err := report.FitText(w, doc.Fit); err != nil {
-		return err
-	}
-	if len(doc.Locks) > 0 {
-		fmt.Fprintf(w, "\nLOCKS BY LEVEL (share of samples with a thread queued)\n")
-		for i, l := range doc.Locks {
-			if i == 10 {
-				break
-			}
-			fmt.Fprintf(w, "  %s", T(l.Name))
-			if l.Site != "" {
-				fmt.Fprintf(w, " at %s", T(l.Site))
-			}
-			fmt.Fprintln(w)
-			for j, lv := range doc.Levels {
-				fmt.Fprintf(w, "      %3d %s: %5.1f %%  (%.2f waiting on average)\n", lv.N, unit, 100*l.BlockedShare[j], l.AvgWaiters[j])
-			}
-		}
-	}
-	fmt.Fprintf(w, "\nFINDINGS\n")
-	for _, f := range doc.Findings {
-		fmt.Fprintf(w, "  [%s] %s\n", strings.ToUpper(f.Severity), T(f.Summary))
-		fmt.Fprintf(w, "      next: %s\n", T(f.NextStep))
-	}
 	return nil
 }

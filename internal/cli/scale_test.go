@@ -13,24 +13,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/browsertest"
+	"github.com/ctprof/ctprof/internal/scale"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/internal/testnative"
 	"github.com/ctprof/ctprof/internal/testprio"
 )
 
 // scaleJSON runs `ctprof scale` and decodes its document.
-func scaleJSON(t *testing.T, args ...string) ScaleDocument {
+func scaleJSON(t *testing.T, args ...string) scale.Document {
 	t.Helper()
 	code, out, errOut := run(t, "", append([]string{"scale", "--format", "json"}, args...)...)
 	require.Equal(t, 0, code, "stderr: %s", errOut)
-	var doc ScaleDocument
+	var doc scale.Document
 	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
 	return doc
 }
 
 // loadedLevels logs how much other load each level met; with --retries
 // every level was measured at least once.
-func loadedLevels(t *testing.T, name string, doc ScaleDocument) {
+func loadedLevels(t *testing.T, name string, doc scale.Document) {
 	t.Helper()
 	for _, lv := range doc.Levels {
 		t.Logf("%s at %d: throughput %.6g, other processes took %.0f %% of its CPUs (disturbed: %v, %d measurement(s))",
@@ -39,7 +40,7 @@ func loadedLevels(t *testing.T, name string, doc ScaleDocument) {
 	}
 }
 
-func amdahlSigma(t *testing.T, doc ScaleDocument) float64 {
+func amdahlSigma(t *testing.T, doc scale.Document) float64 {
 	t.Helper()
 	require.NotNil(t, doc.Fit.Amdahl, "amdahl: %s", doc.Fit.AmdahlError)
 	return doc.Fit.Amdahl.Sigma
