@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/jfrsnap"
 	"github.com/ctprof/ctprof/internal/snapshot"
-	"github.com/ctprof/ctprof/internal/source"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -34,7 +34,7 @@ func feedJFR(t *testing.T, file string, batch int) (*analysis.Aggregator, []snap
 	require.NoError(t, err)
 	defer f.Close()
 	agg := analysis.New()
-	r := source.NewJFRReader(f, filepath.Base(file), source.JFROptions{MaxEvents: batch})
+	r := jfrsnap.NewReader(f, filepath.Base(file), jfrsnap.Options{MaxEvents: batch})
 	var waits []snapshot.WaitEvent
 	for {
 		s, err := r.Next()

@@ -1,21 +1,15 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
+	"context"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/report"
-	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/source"
-	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
 // AnalyzeOptions are the inputs of `ctprof analyze`.
@@ -139,7 +133,7 @@ func analyzeRun(opts *AnalyzeOptions) error {
 	var partial []bool
 	dumps := 0
 	for _, name := range opts.Files {
-		n, err := readDumps(opts.IO.In, name, agg)
+		n, err := drainFile(opts.IO.In, name, agg)
 		dumps += n
 		if err != nil {
 			failed = append(failed, err)
@@ -181,111 +175,14 @@ func analyzeRun(opts *AnalyzeOptions) error {
 	return nil
 }
 
-// readDumps streams the dumps of one file into agg and returns how many it
-// added. The reader's own warnings (skipped lines, a cut gzip stream) go to
-// the summary's warnings, as the dumps' warnings do.
-func readDumps(stdin io.Reader, name string, agg *analysis.Aggregator) (int, error) {
-	var r io.Reader
-	src := name // the dumps' source, as the user named it
-	if name == "-" {
-		r = stdin
-		name = "standard input"
-	} else {
-		f, err := os.Open(name)
-		if err != nil {
-			return 0, fmt.Errorf("open dump: %w", err)
-		}
-		defer f.Close()
-		if st, err := f.Stat(); err == nil && st.IsDir() {
-			return 0, fmt.Errorf("%s is a directory, not a dump file", name)
-		}
-		r = f
-	}
-	br := bufio.NewReader(r)
-	if head, _ := br.Peek(len(source.JFRMagic)); source.IsJFR(head) {
-		return readJFR(br, name, src, agg)
-	}
-	if gzippedJFR(br) {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", name, err)
-		}
-		return readJFR(zr, name, src, agg)
-	}
-	dr := threaddump.NewReader(br)
-	n := 0
-	var err error
-	for {
-		var d *threaddump.Dump
-		d, err = dr.Next()
-		if err != nil {
-			break
-		}
-		agg.Add(&snapshot.Snapshot{Time: d.Time, Source: src, Dump: d})
-		n++
-	}
-	for _, w := range dr.Warnings() {
-		agg.AddWarning(name + ": " + w)
-	}
-	if err == io.EOF {
-		return n, nil
-	}
-	if n > 0 {
-		return n, fmt.Errorf("%s: %w (after %d dumps)", name, err, n)
-	}
-	return 0, fmt.Errorf("%s: %w", name, err)
-}
-
-// gzippedJFR reports whether br starts a gzip stream whose content is a
-// JFR recording (recordings are often shipped as .jfr.gz). It decompresses
-// only what the buffer already holds, without consuming br. Compressed
-// thread dumps are left to the dump reader, which undoes gzip itself.
-func gzippedJFR(br *bufio.Reader) bool {
-	head, _ := br.Peek(2)
-	if len(head) < 2 || head[0] != 0x1f || head[1] != 0x8b {
-		return false
-	}
-	buf, _ := br.Peek(br.Size())
-	zr, err := gzip.NewReader(bytes.NewReader(buf))
+// drainFile feeds one input, whatever its kind, to agg.
+func drainFile(stdin io.Reader, name string, agg *analysis.Aggregator) (int, error) {
+	src, err := source.Open(name, stdin)
 	if err != nil {
-		return false
+		return 0, err
 	}
-	magic := make([]byte, len(source.JFRMagic))
-	n, _ := io.ReadFull(zr, magic)
-	return source.IsJFR(magic[:n])
-}
-
-// readJFR streams a JFR recording into agg in bounded batches (waits, GC
-// pauses, and the thread dumps it holds) and returns how many snapshots it
-// added.
-func readJFR(r io.Reader, name, src string, agg *analysis.Aggregator) (int, error) {
-	jr := source.NewJFRReader(r, src, source.JFROptions{})
-	n := 0
-	var err error
-	for {
-		var s *snapshot.Snapshot
-		s, err = jr.Next()
-		if err != nil {
-			break
-		}
-		agg.Add(s)
-		n++
-	}
-	if err == io.EOF {
-		if n == 0 {
-			// A recording without the events read is a valid answer (no
-			// wait passed the recording's threshold), not a failure.
-			agg.Add(&snapshot.Snapshot{Source: src})
-			agg.AddWarning(name + ": the recording holds no lock waits, thread dumps or GC pauses (" +
-				strings.Join(source.JFREventTypes, ", ") + "); enable them, with a threshold, to see contention")
-			return 1, nil
-		}
-		return n, nil
-	}
-	if n > 0 {
-		return n, fmt.Errorf("%w (after %d batches of events)", err, n)
-	}
-	return 0, err
+	defer src.Close()
+	return agg.Drain(context.Background(), src, nil)
 }
 
 func writeSummary(w io.Writer, agg *analysis.Aggregator, format string, top int) error {

@@ -244,7 +244,7 @@ func TestAnalyzeStreamSameSummaryAsWholeInput(t *testing.T) {
 		whole.Add(&snapshot.Snapshot{Time: d.Time, Source: path, Dump: d})
 	}
 	streamed := analysis.New()
-	n, err := readDumps(nil, path, streamed)
+	n, err := drainFile(nil, path, streamed)
 	require.NoError(t, err)
 	assert.Equal(t, len(dumps), n)
 	assert.Equal(t, 300+300/3*3, n, "the ycrash file holds 4 dumps")

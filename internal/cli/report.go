@@ -1,15 +1,14 @@
 package cli
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ctprof/ctprof/internal/analysis"
-	"github.com/ctprof/ctprof/internal/record"
 	"github.com/ctprof/ctprof/internal/report"
+	"github.com/ctprof/ctprof/internal/source"
 )
 
 // ReportOptions are the inputs of `ctprof report`.
@@ -78,24 +77,16 @@ func NewCmdReport(io IO, runF func(*ReportOptions) error) *cobra.Command {
 }
 
 func reportRun(opts *ReportOptions) error {
-	r, err := record.Open(opts.File)
+	r, err := source.OpenRecording(opts.File)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	h := r.Header()
 	agg := analysis.New()
-	n := 0
-	for {
-		s, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		agg.Add(s)
-		n++
+	n, err := agg.Drain(context.Background(), r, nil)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "ctprof: replaying %s: pid %d (%s, %s), recorded by ctprof %s from %s, %d samples\n",
 		opts.File, h.Target.PID, report.Terminal(h.Target.Name), h.Target.Kind, report.Terminal(h.Version), h.Start.Format("2006-01-02 15:04:05"), n)
@@ -104,7 +95,6 @@ func reportRun(opts *ReportOptions) error {
 	// warning is what says the summary covers fewer samples.
 	for _, w := range r.Warnings() {
 		fmt.Fprintf(opts.IO.ErrOut, "ctprof: warning: %s\n", w)
-		agg.AddWarning(opts.File + ": " + w)
 	}
 	if n == 0 {
 		return fmt.Errorf("%s holds no samples", opts.File)

@@ -179,12 +179,10 @@ func topRun(ctx context.Context, opts *TopOptions) error {
 	}
 	done := make(chan result, 1)
 	go func() {
-		n := 0
-		reason, err := s.Run(sampleCtx, func(snap *snapshot.Snapshot) {
-			agg.Add(snap)
-			n++
+		n, err := agg.Drain(sampleCtx, s, func(snap *snapshot.Snapshot) {
 			p.Send(top.Refresh{Summary: agg.Summary(), Stacks: top.StacksOf(snap.Dump)})
 		})
+		reason := s.StopReason()
 		switch {
 		case reason == sample.StopTargetGone:
 			p.Send(top.Stopped{Reason: fmt.Sprintf("pid %d exited after %d samples; q quits", t.PID, n)})

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/analysis"
-	"github.com/ctprof/ctprof/internal/source"
+	"github.com/ctprof/ctprof/internal/jfrsnap"
 )
 
 // TestJFRLockCounters: the waits of a real recording (pkg/jfr's fixture of
@@ -26,7 +26,7 @@ func TestJFRLockCounters(t *testing.T) {
 	agg := analysis.New()
 	c := NewCollector(CollectorOptions{Top: 1})
 	c.Register(TargetInfo{PID: 4242, Name: "java", Kind: "jvm"}, agg)
-	r := source.NewJFRReader(f, "locks.jfr", source.JFROptions{MaxEvents: 300})
+	r := jfrsnap.NewReader(f, "locks.jfr", jfrsnap.Options{MaxEvents: 300})
 	prev := map[string]float64{}
 	scrapes := 0
 	for {

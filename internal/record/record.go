@@ -33,8 +33,8 @@ import (
 // Older files are still read (what they lack reads as zero or empty).
 const FormatVersion = 3
 
-// magic starts every recording; the version byte follows it.
-const magic = "CTPROF-RECORDING\n"
+// Magic starts every recording; the version byte follows it.
+const Magic = "CTPROF-RECORDING\n"
 
 // KeyframeEvery is how often a frame is self-contained.
 const KeyframeEvery = 60
@@ -116,7 +116,7 @@ func Create(path string, h Header) (*Writer, error) {
 		f.Close()
 		return nil, fmt.Errorf("create recording: %w", err)
 	}
-	head := append([]byte(magic), FormatVersion)
+	head := append([]byte(Magic), FormatVersion)
 	if _, err := f.Write(head); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("write %s: %w", path, err)
@@ -249,27 +249,27 @@ func Open(path string) (*Reader, error) {
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
 	}
-	return newReader(f, path, size)
+	return NewReader(f, path, size)
 }
 
-// newReader reads a recording's header from src, which it closes on
+// NewReader reads a recording's header from src, which it closes on
 // error. size is a hint for buffers (the file's size at Open), not a
 // bound: a recording may still grow while it is read.
-func newReader(src io.ReadCloser, path string, size int64) (*Reader, error) {
+func NewReader(src io.ReadCloser, path string, size int64) (*Reader, error) {
 	// The buffer and the first frame's piece are sized to the file (up to
 	// 1 MB): a small or damaged file must not cost megabytes of zeroed
 	// memory to open (the fuzzer's minimizer opens tens of thousands).
 	r := &Reader{f: src, r: bufio.NewReaderSize(src, int(min(max(size, 4096), 1<<20))), path: path, size: size}
-	head := make([]byte, len(magic)+1)
-	if _, err := io.ReadFull(r.r, head); err != nil || string(head[:len(magic)]) != magic {
+	head := make([]byte, len(Magic)+1)
+	if _, err := io.ReadFull(r.r, head); err != nil || string(head[:len(Magic)]) != Magic {
 		src.Close()
 		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
 	}
-	if v := head[len(magic)]; v > FormatVersion {
+	if v := head[len(Magic)]; v > FormatVersion {
 		src.Close()
 		return nil, fmt.Errorf("%s: %w (format %d; this ctprof reads up to %d): use a newer ctprof", path, ErrNewerFormat, v, FormatVersion)
 	}
-	r.version = head[len(magic)]
+	r.version = head[len(Magic)]
 	r.offset = int64(len(head))
 	typ, body, err := r.frame()
 	if err != nil || typ != frameHeader {

@@ -176,7 +176,7 @@ func TestTruncatedRecording(t *testing.T) {
 // frameStarts returns where the last frame begins.
 func frameStarts(t *testing.T, b []byte) int {
 	t.Helper()
-	off := len(magic) + 1
+	off := len(Magic) + 1
 	last := off
 	for off < len(b) {
 		last = off
@@ -269,7 +269,7 @@ func TestCompressionBombFrame(t *testing.T) {
 // allFrameStarts returns the offset of every frame, the header's first.
 func allFrameStarts(b []byte) []int {
 	var starts []int
-	off := len(magic) + 1
+	off := len(Magic) + 1
 	for off+frameOverhead <= len(b) {
 		starts = append(starts, off)
 		length := int(b[off]) | int(b[off+1])<<8 | int(b[off+2])<<16 | int(b[off+3])<<24
@@ -283,7 +283,7 @@ func TestNotARecording(t *testing.T) {
 	for name, content := range map[string][]byte{
 		"empty":  nil,
 		"text":   []byte("Full thread dump OpenJDK\n"),
-		"future": append([]byte(magic), FormatVersion+1),
+		"future": append([]byte(Magic), FormatVersion+1),
 	} {
 		path := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(path, content, 0o644))
@@ -347,7 +347,7 @@ func FuzzReader(f *testing.F) {
 // replayBytes reads a recording held in memory to its end (at most 1,000
 // snapshots), as Open and Next read a file.
 func replayBytes(b []byte) {
-	r, err := newReader(io.NopCloser(bytes.NewReader(b)), "fuzz", int64(len(b)))
+	r, err := NewReader(io.NopCloser(bytes.NewReader(b)), "fuzz", int64(len(b)))
 	if err != nil {
 		return
 	}
@@ -524,7 +524,7 @@ func TestFutexWaitFieldsAndVersion1(t *testing.T) {
 		require.NoError(t, w.Close())
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
-		b[len(magic)] = version
+		b[len(Magic)] = version
 		require.NoError(t, os.WriteFile(path, b, 0o644))
 
 		got, r := readAll(t, path)
@@ -567,7 +567,7 @@ func TestWaitEventsRoundTripAndVersion2(t *testing.T) {
 		require.NoError(t, w.Close())
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
-		b[len(magic)] = version
+		b[len(Magic)] = version
 		require.NoError(t, os.WriteFile(path, b, 0o644))
 
 		got, r := readAll(t, path)

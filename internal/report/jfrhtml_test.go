@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/analysis"
-	"github.com/ctprof/ctprof/internal/source"
+	"github.com/ctprof/ctprof/internal/jfrsnap"
 )
 
 // jfrAggregator reads pkg/jfr's real recording of JfrLocks.
@@ -23,7 +23,7 @@ func jfrAggregator(t *testing.T) *analysis.Aggregator {
 	require.NoError(t, err)
 	defer f.Close()
 	agg := analysis.New()
-	r := source.NewJFRReader(f, "locks.jfr", source.JFROptions{})
+	r := jfrsnap.NewReader(f, "locks.jfr", jfrsnap.Options{})
 	for {
 		s, err := r.Next()
 		if errors.Is(err, io.EOF) {

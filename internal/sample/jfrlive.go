@@ -8,10 +8,10 @@ import (
 	"io"
 	"time"
 
+	"github.com/ctprof/ctprof/internal/jfrsnap"
 	"github.com/ctprof/ctprof/internal/jvm"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
-	"github.com/ctprof/ctprof/internal/source"
 )
 
 // JFRLiveOptions turn on a Java Flight Recorder recording of the JVM's
@@ -165,7 +165,7 @@ func (s *Sampler) readJFR(ctx context.Context, rec *jvm.Recording, margin time.D
 // recording of the JVM (a user's, at a lower threshold): left out, so the
 // counts and totals mean what --jfr-threshold says.
 func (s *Sampler) addJFR(snap *snapshot.Snapshot, b []byte, threshold time.Duration) {
-	r := source.NewJFRReader(bytes.NewReader(b), fmt.Sprintf("JFR recording of pid %d", s.opts.PID), source.JFROptions{Program: s.program, ProgramKnown: s.programKnown})
+	r := jfrsnap.NewReader(bytes.NewReader(b), fmt.Sprintf("JFR recording of pid %d", s.opts.PID), jfrsnap.Options{Program: s.program, ProgramKnown: s.programKnown})
 	dropped, short := 0, 0
 	for {
 		batch, err := r.Next()

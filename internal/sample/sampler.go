@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
+	"github.com/ctprof/ctprof/internal/jfrsnap"
 	"github.com/ctprof/ctprof/internal/jvm"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
-	"github.com/ctprof/ctprof/internal/source"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -119,6 +120,8 @@ type Sampler struct {
 	// early is the dump the ctprof binary asked for while it started
 	// (jvm.EarlyDump), for the first tick.
 	early *jvm.EarlyDump
+	// run is where the series of samples stands (next.go).
+	run runState
 }
 
 // NewSampler checks the target and opens what the sweep keeps open. It
@@ -184,7 +187,7 @@ func NewSampler(opts Options) (*Sampler, error) {
 			if info.MainClass != "" {
 				s.target.Name = info.MainClass
 			}
-			if p, ok := source.ProgramOf(info.MainClass); ok {
+			if p, ok := jfrsnap.ProgramOf(info.MainClass); ok {
 				s.program, s.programKnown = p, true // until a dump's main thread says
 			}
 		case errors.Is(err, procfs.ErrProcessGone):
@@ -524,60 +527,20 @@ func (s *Sampler) safepointDuringTick(snap *snapshot.Snapshot) bool {
 }
 
 // Run samples every Interval until Count or Duration is reached, ctx is
-// cancelled, or the target exits, calling fn with each snapshot. The first
-// sample is taken at once. A sample that takes longer than the interval
-// delays the next one rather than causing a burst. The error is the one
-// that stopped sampling, if it was not one of those normal ends. fn must
-// not keep a snapshot's Threads once it returns: Run fills the same slice
-// in the next sample (the Aggregator and the recording copy what they keep).
+// cancelled, or the target exits, calling fn with each snapshot (see Next).
+// The error is the one that stopped sampling, if it was not one of those
+// normal ends. fn must not keep a snapshot's Threads once it returns: the
+// next sample fills the same slice (the Aggregator and the recording copy
+// what they keep).
 func (s *Sampler) Run(ctx context.Context, fn func(*snapshot.Snapshot)) (StopReason, error) {
-	// The recording ends with the run, whatever ends it.
-	defer s.stopJFR()
-	start := time.Now()
-	var deadline time.Time
-	if s.opts.Duration > 0 {
-		deadline = start.Add(s.opts.Duration)
-	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	next := start
-	for n := 0; ; {
-		select {
-		case <-ctx.Done():
-			s.flushJFR(fn)
-			return StopInterrupted, nil
-		case <-timer.C:
-		}
-		// The run's last sample reads every thread, so that the totals
-		// include what idle threads read less often did since their last
-		// read (see procfs.ThreadReader.Final).
-		s.threads.Final = s.opts.Count > 0 && n+1 >= s.opts.Count ||
-			!deadline.IsZero() && next.Add(s.opts.Interval).After(deadline)
-		snap, err := s.Take(ctx)
+	for {
+		snap, err := s.Next(ctx)
 		if err != nil {
-			if errors.Is(err, procfs.ErrProcessGone) {
-				return StopTargetGone, nil
+			if errors.Is(err, io.EOF) {
+				err = nil
 			}
-			return StopDone, err
-		}
-		if ctx.Err() != nil {
-			// Ctrl-C during the sweep: the sample is complete, keep it.
-			fn(snap)
-			s.flushJFR(fn)
-			return StopInterrupted, nil
+			return s.run.reason, err
 		}
 		fn(snap)
-		s.spare = snap.Threads
-		n++
-		if s.opts.Count > 0 && n >= s.opts.Count {
-			return StopDone, nil
-		}
-		now := time.Now()
-		for next = next.Add(s.opts.Interval); !next.After(now); next = next.Add(s.opts.Interval) {
-		}
-		if !deadline.IsZero() && next.After(deadline) {
-			return StopDone, nil
-		}
-		timer.Reset(next.Sub(now))
 	}
 }

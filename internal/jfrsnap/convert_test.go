@@ -1,4 +1,4 @@
-package source_test
+package jfrsnap_test
 
 import (
 	"bytes"
@@ -15,15 +15,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctprof/ctprof/internal/jfrsnap"
 	"github.com/ctprof/ctprof/internal/snapshot"
-	"github.com/ctprof/ctprof/internal/source"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
 // record runs scenario on j with a recording, waits until its log has
 // `lines` more lines matching progress, and returns the JFR.dump file.
-func record(t *testing.T, j testjvm.JDK, scenario string, progress *regexp.Regexp, lines int) string {
+func recordJFR(t *testing.T, j testjvm.JDK, scenario string, progress *regexp.Regexp, lines int) string {
 	t.Helper()
 	dir := t.TempDir()
 	jfc := testjvm.JFRLockSettingsFile(t)
@@ -39,12 +39,12 @@ func record(t *testing.T, j testjvm.JDK, scenario string, progress *regexp.Regex
 }
 
 // readSnapshots reads a recording with small batches.
-func readSnapshots(t *testing.T, file string, opts source.JFROptions) ([]*snapshot.Snapshot, *source.JFRReader) {
+func readSnapshots(t *testing.T, file string, opts jfrsnap.Options) ([]*snapshot.Snapshot, *jfrsnap.Reader) {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	require.NoError(t, err)
-	require.True(t, source.IsJFR(data))
-	r := source.NewJFRReader(bytes.NewReader(data), "rec.jfr", opts)
+	require.True(t, jfrsnap.IsJFR(data))
+	r := jfrsnap.NewReader(bytes.NewReader(data), "rec.jfr", opts)
 	var out []*snapshot.Snapshot
 	for {
 		s, err := r.Next()
@@ -83,9 +83,9 @@ var waitedRE = regexp.MustCompile(`(?m)^WAITED \d+ \d+$`)
 func TestJFRReaderJfrLocks(t *testing.T) {
 	for _, j := range testjvm.All(t) {
 		t.Run(j.Name, func(t *testing.T) {
-			file := record(t, j, "JfrLocks", waitedRE, 25)
+			file := recordJFR(t, j, "JfrLocks", waitedRE, 25)
 			const batch = 200
-			snaps, r := readSnapshots(t, file, source.JFROptions{MaxEvents: batch, MaxSpan: 500 * time.Millisecond})
+			snaps, r := readSnapshots(t, file, jfrsnap.Options{MaxEvents: batch, MaxSpan: 500 * time.Millisecond})
 			var monitor, wait, park, dumps int
 			var last time.Time
 			for _, s := range snaps {
@@ -153,8 +153,8 @@ var pinnedRE = regexp.MustCompile(`(?m)^PINNED \d+$`)
 func TestJFRReaderPinned(t *testing.T) {
 	j := testjvm.JDK25(t)
 	require.True(t, testjvm.Supports(t, j, "JfrPinned"))
-	file := record(t, j, "JfrPinned", pinnedRE, 15)
-	snaps, _ := readSnapshots(t, file, source.JFROptions{})
+	file := recordJFR(t, j, "JfrPinned", pinnedRE, 15)
+	snaps, _ := readSnapshots(t, file, jfrsnap.Options{})
 	pinned, long := 0, 0
 	for _, s := range snaps {
 		for _, w := range s.Waits {
@@ -179,10 +179,10 @@ func TestJFRReaderPinned(t *testing.T) {
 func TestJFRReaderDamaged(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "pkg", "jfr", "testdata", "locks-jdk17.jfr"))
 	require.NoError(t, err)
-	require.True(t, source.IsJFR(data))
-	assert.False(t, source.IsJFR([]byte("2024-01-01 Full thread dump")))
+	require.True(t, jfrsnap.IsJFR(data))
+	assert.False(t, jfrsnap.IsJFR([]byte("2024-01-01 Full thread dump")))
 
-	r := source.NewJFRReader(bytes.NewReader(data[:len(data)*2/3]), "cut.jfr", source.JFROptions{})
+	r := jfrsnap.NewReader(bytes.NewReader(data[:len(data)*2/3]), "cut.jfr", jfrsnap.Options{})
 	var err2 error
 	for err2 == nil {
 		_, err2 = r.Next()
