@@ -197,79 +197,97 @@ func (d *Dump) AllThreads() []*Thread {
 // Locks builds the lock table of the dump: every lock some thread holds,
 // queues on or waits on, ordered by number of waiters (most first), then
 // class and address.
+//
+// The table is built in passes over the threads, each a method of
+// lockTable, in an order that matters: the waits come first (they decide
+// which threads are working), then the owners, which later passes only
+// fill where an earlier one left none, and last the releasers, which need
+// both the owners and the working threads.
 func (d *Dump) Locks() []*LockInfo {
 	threads := d.AllThreads()
-	// entry is a lock of the table and its signals: waits for a signal
-	// that are neither idle by their frames nor made contention by a held
-	// lock; they are contention when a thread works in the same code (see
-	// releaser), idle otherwise.
-	type entry struct {
-		li      *LockInfo
-		signals []Waiter
-	}
-	// Every lock is named by some thread's event: their number bounds the
-	// table, which is then built without growing.
+	tb := newLockTable(threads)
+	signal := signalWaits{program: d.ProgramOrganization()}
+	// parked is made here, not in addWaits, so that it stays on the
+	// stack: a map returned from a function is allocated on the heap.
+	parked := map[string][]Waiter{}
+	working := tb.addWaits(threads, &signal, parked)
+	tb.addParkSites(parked)
+	tb.addOwners(threads)
+	tb.addParkBlockerOwners(threads)
+	tb.addClassInitOwners(threads)
+	out := tb.resolveReleasers(threads, working)
+	sortLocks(out)
+	return out
+}
+
+// lockTable is the lock table under construction, its locks by address.
+type lockTable struct {
+	byAddr  map[string]int // index in entries
+	entries []lockEntry
+	// slab holds the LockInfos, allocated together; it never grows, so
+	// the pointers into it stay valid.
+	slab []LockInfo
+}
+
+// lockEntry is a lock of the table and its signals: waits for a signal
+// that are neither idle by their frames nor made contention by a held
+// lock; they are contention when a thread works in the same code (see
+// releaser), idle otherwise.
+type lockEntry struct {
+	li      *LockInfo
+	signals []Waiter
+}
+
+// newLockTable sizes the table for threads. Every lock is named by some
+// thread's event: their number bounds the table, which is then built
+// without growing.
+func newLockTable(threads []*Thread) *lockTable {
 	events := 0
 	for _, t := range threads {
 		events += len(t.Locks) + len(t.OwnableSynchronizers)
 	}
-	byAddr := make(map[string]int, events) // index in entries
-	entries := make([]entry, 0, events)
-	// The LockInfos are allocated together; slab never grows, so the
-	// pointers into it stay valid.
-	slab := make([]LockInfo, 0, events)
-	get := func(l Lock, kind LockKind) int {
-		i, ok := byAddr[l.Address]
-		if !ok {
-			i = len(entries)
-			var li *LockInfo
-			if len(slab) < cap(slab) {
-				slab = append(slab, LockInfo{Kind: kind, Lock: l, OwnerFrame: -1})
-				li = &slab[len(slab)-1]
-			} else {
-				li = &LockInfo{Kind: kind, Lock: l, OwnerFrame: -1}
-			}
-			entries = append(entries, entry{li: li})
-			byAddr[l.Address] = i
-		}
-		if li := entries[i].li; li.Lock.Class == "" {
-			li.Lock.Class = l.Class
-		}
-		return i
+	return &lockTable{
+		byAddr:  make(map[string]int, events),
+		entries: make([]lockEntry, 0, events),
+		slab:    make([]LockInfo, 0, events),
 	}
-	// working marks the threads neither queued on a lock nor waiting for
-	// a signal: the candidates of releaser.
-	working := make([]bool, len(threads))
-	signal := signalWaits{program: d.ProgramOrganization()}
-	// parked holds the parks with no blocker inside work, by call site.
-	parked := map[string][]Waiter{}
+}
+
+// get returns the index in entries of the lock at l's address, adding it
+// as a lock of kind when it is new, and fills in its class when an earlier
+// event named none. It may grow entries: index them after calling it.
+func (tb *lockTable) get(l Lock, kind LockKind) int {
+	i, ok := tb.byAddr[l.Address]
+	if !ok {
+		i = len(tb.entries)
+		var li *LockInfo
+		if len(tb.slab) < cap(tb.slab) {
+			tb.slab = append(tb.slab, LockInfo{Kind: kind, Lock: l, OwnerFrame: -1})
+			li = &tb.slab[len(tb.slab)-1]
+		} else {
+			li = &LockInfo{Kind: kind, Lock: l, OwnerFrame: -1}
+		}
+		tb.entries = append(tb.entries, lockEntry{li: li})
+		tb.byAddr[l.Address] = i
+	}
+	if li := tb.entries[i].li; li.Lock.Class == "" {
+		li.Lock.Class = l.Class
+	}
+	return i
+}
+
+// addWaits enters every thread that queues on a lock or waits on one for
+// a signal, and adds to parked the parks with no blocker inside work, by
+// call site (see addParkSites). It returns working, which marks the
+// threads neither queued on a lock nor waiting for a signal: the
+// candidates of releaser.
+func (tb *lockTable) addWaits(threads []*Thread, signal *signalWaits, parked map[string][]Waiter) (working []bool) {
+	working = make([]bool, len(threads))
 	for ti, t := range threads {
 		blocked, isBlocked := t.BlockedOn()
-		if isBlocked {
-			kind := KindMonitor
-			if blocked.Action == LockParking {
-				kind = KindSynchronizer
-			}
-			i := get(blocked.Lock, kind) // may grow entries: index it after
-			li := entries[i].li
-			w := Waiter{Thread: t, Action: blocked.Action, Kind: blockedKind(blocked), Frame: blocked.Frame}
-			if blocked.Action == LockParking {
-				// The rule's call site names where the thread's code asks
-				// for the lock. A semaphore has permits, not an owner: a
-				// park on one is contention unless the rule finds the run
-				// loop's own wait for work (a server's reserved threads)
-				// and the thread holds nothing. A park on a lock that has
-				// an owner (ReentrantLock, ReentrantReadWriteLock) always
-				// queues.
-				_, w.Rule = signal.of(t, blocked)
-			}
-			if blocked.Action == LockParking && strings.Contains(blocked.Lock.Class, "Semaphore") {
-				if w.Rule.Idle && !t.HoldsOtherThan(blocked.Lock.Address) {
-					li.Waiting = append(li.Waiting, w)
-					continue
-				}
-			}
-			li.Waiters = append(li.Waiters, w)
+		if isBlocked && tb.addBlocked(t, blocked, signal) {
+			// Idle on a semaphore: neither working nor waiting otherwise.
+			continue
 		}
 		ev, waits := t.WaitsOn()
 		working[ti] = !isBlocked && !waits
@@ -282,50 +300,97 @@ func (d *Dump) Locks() []*LockInfo {
 			}
 		}
 		if waits {
-			kind := KindMonitor
-			if ev.Action == LockParking {
-				kind = KindSynchronizer
-			}
-			i := get(ev.Lock, kind)
-			e := &entries[i]
-			li := e.li
-			waitKind, rule := signal.of(t, ev)
-			w := Waiter{Thread: t, Action: ev.Action, Kind: waitKind, Frame: ev.Frame, Rule: rule}
-			switch {
-			case t.HoldsOtherThan(ev.Lock.Address):
-				// Whoever needs what it holds waits too.
-				li.Waiters = append(li.Waiters, w)
-			case rule.Idle:
-				li.Waiting = append(li.Waiting, w)
-			default:
-				// Called from inside work: contention by default. The
-				// releaser below names who the waiters wait for.
-				e.signals = append(e.signals, w)
-			}
+			tb.addSignalWait(t, ev, signal)
 		}
 	}
-	// LockSupport.park with no blocker names nothing waited for but the
-	// code that parked. One thread parked at a call site is a pause (a
-	// frame limiter's parkNanos); two or more at once queue for the same
-	// thing (a ring buffer's producers waiting for a free slot), and the
-	// call site stands for the lock.
+	return working
+}
+
+// addBlocked enters t, queued on the lock of blocked, among the lock's
+// waiters. It reports whether it entered t as idle instead (among the
+// lock's Waiting): a semaphore's run-loop wait for work.
+func (tb *lockTable) addBlocked(t *Thread, blocked LockEvent, signal *signalWaits) (idle bool) {
+	kind := KindMonitor
+	if blocked.Action == LockParking {
+		kind = KindSynchronizer
+	}
+	i := tb.get(blocked.Lock, kind)
+	li := tb.entries[i].li
+	w := Waiter{Thread: t, Action: blocked.Action, Kind: blockedKind(blocked), Frame: blocked.Frame}
+	if blocked.Action == LockParking {
+		// The rule's call site names where the thread's code asks
+		// for the lock. A semaphore has permits, not an owner: a
+		// park on one is contention unless the rule finds the run
+		// loop's own wait for work (a server's reserved threads)
+		// and the thread holds nothing. A park on a lock that has
+		// an owner (ReentrantLock, ReentrantReadWriteLock) always
+		// queues.
+		_, w.Rule = signal.of(t, blocked)
+	}
+	if blocked.Action == LockParking && strings.Contains(blocked.Lock.Class, "Semaphore") {
+		if w.Rule.Idle && !t.HoldsOtherThan(blocked.Lock.Address) {
+			li.Waiting = append(li.Waiting, w)
+			return true
+		}
+	}
+	li.Waiters = append(li.Waiters, w)
+	return false
+}
+
+// addSignalWait enters t, waiting on the monitor or condition of ev for a
+// signal: as a waiter when it holds another lock, as idle when the wait
+// rule says so, and otherwise among the entry's signals, for the
+// releaser to judge.
+func (tb *lockTable) addSignalWait(t *Thread, ev LockEvent, signal *signalWaits) {
+	kind := KindMonitor
+	if ev.Action == LockParking {
+		kind = KindSynchronizer
+	}
+	i := tb.get(ev.Lock, kind)
+	e := &tb.entries[i]
+	li := e.li
+	waitKind, rule := signal.of(t, ev)
+	w := Waiter{Thread: t, Action: ev.Action, Kind: waitKind, Frame: ev.Frame, Rule: rule}
+	switch {
+	case t.HoldsOtherThan(ev.Lock.Address):
+		// Whoever needs what it holds waits too.
+		li.Waiters = append(li.Waiters, w)
+	case rule.Idle:
+		li.Waiting = append(li.Waiting, w)
+	default:
+		// Called from inside work: contention by default. The
+		// releaser below names who the waiters wait for.
+		e.signals = append(e.signals, w)
+	}
+}
+
+// addParkSites enters the parks with no blocker as locks of their own.
+// LockSupport.park with no blocker names nothing waited for but the code
+// that parked. One thread parked at a call site is a pause (a frame
+// limiter's parkNanos); two or more at once queue for the same thing (a
+// ring buffer's producers waiting for a free slot), and the call site
+// stands for the lock.
+func (tb *lockTable) addParkSites(parked map[string][]Waiter) {
 	for site, ws := range parked {
 		if len(ws) < 2 {
 			continue
 		}
-		i := get(Lock{Address: "park:" + site, Class: ws[0].Rule.CallSite.Class}, KindPark)
-		entries[i].li.Waiters = append(entries[i].li.Waiters, ws...)
+		i := tb.get(Lock{Address: "park:" + site, Class: ws[0].Rule.CallSite.Class}, KindPark)
+		tb.entries[i].li.Waiters = append(tb.entries[i].li.Waiters, ws...)
 	}
-	// Owners: a monitor's owner entered it ("- locked") and is not inside
-	// wait() on it; a synchronizer's owner lists it among its ownable
-	// synchronizers.
+}
+
+// addOwners names the owners the threads' own events tell: a monitor's
+// owner entered it ("- locked") and is not inside wait() on it; a
+// synchronizer's owner lists it among its ownable synchronizers.
+func (tb *lockTable) addOwners(threads []*Thread) {
 	for _, t := range threads {
 		for _, ev := range t.Locks {
 			if ev.Action != LockLocked || ev.Lock.Address == "" || t.releasedByWait(ev.Lock.Address) {
 				continue
 			}
-			i := get(ev.Lock, KindMonitor)
-			li := entries[i].li
+			i := tb.get(ev.Lock, KindMonitor)
+			li := tb.entries[i].li
 			if li.Owner == nil {
 				li.Owner, li.OwnerFrame = t, ev.Frame
 			} else if li.Owner == t && ev.Frame > li.OwnerFrame {
@@ -333,15 +398,20 @@ func (d *Dump) Locks() []*LockInfo {
 			}
 		}
 		for _, s := range t.OwnableSynchronizers {
-			i := get(s, KindSynchronizer)
-			li := entries[i].li
+			i := tb.get(s, KindSynchronizer)
+			li := tb.entries[i].li
 			li.Kind = KindSynchronizer
 			if li.Owner == nil {
 				li.Owner = t
 			}
 		}
 	}
-	// Thread.dump_to_file (JSON) names a park blocker's owner by thread id.
+}
+
+// addParkBlockerOwners names the owners of park blockers that have none
+// yet from the waiters' side: Thread.dump_to_file (JSON) names a park
+// blocker's owner by thread id.
+func (tb *lockTable) addParkBlockerOwners(threads []*Thread) {
 	var byID map[int64]*Thread
 	for _, t := range threads {
 		if t.ParkBlockerOwner == 0 {
@@ -357,14 +427,17 @@ func (d *Dump) Locks() []*LockInfo {
 				byID[x.ID] = x
 			}
 		}
-		if i, ok := byAddr[ev.Lock.Address]; ok && entries[i].li.Owner == nil {
-			entries[i].li.Owner = byID[t.ParkBlockerOwner]
+		if i, ok := tb.byAddr[ev.Lock.Address]; ok && tb.entries[i].li.Owner == nil {
+			tb.entries[i].li.Owner = byID[t.ParkBlockerOwner]
 		}
 	}
-	// Class initialization: the owner is the thread running the class's
-	// static initializer.
-	for i := range entries {
-		li := entries[i].li
+}
+
+// addClassInitOwners names the owner of each class initialization that
+// has none: the thread running the class's static initializer.
+func (tb *lockTable) addClassInitOwners(threads []*Thread) {
+	for i := range tb.entries {
+		li := tb.entries[i].li
 		if !strings.HasPrefix(li.Lock.Address, "class-init:") || li.Owner != nil {
 			continue
 		}
@@ -375,14 +448,20 @@ func (d *Dump) Locks() []*LockInfo {
 			}
 		}
 	}
-	out := make([]*LockInfo, 0, len(entries))
+}
+
+// resolveReleasers finishes each lock and returns the table, unsorted.
+// A lock with signal waits or without an owner gets its releaser, when the
+// working threads tell one; its signal waits then join its waiters.
+func (tb *lockTable) resolveReleasers(threads []*Thread, working []bool) []*LockInfo {
+	out := make([]*LockInfo, 0, len(tb.entries))
 	work := &workIndex{threads: threads, working: working}
 	instances := map[string]int{}
-	for i := range entries {
-		instances[entries[i].li.Lock.Class]++
+	for i := range tb.entries {
+		instances[tb.entries[i].li.Lock.Class]++
 	}
-	for i := range entries {
-		li, ws := entries[i].li, entries[i].signals
+	for i := range tb.entries {
+		li, ws := tb.entries[i].li, tb.entries[i].signals
 		li.ReleaserFrame = -1
 		if len(ws) > 0 || li.Owner == nil {
 			r, f, _ := releaser(li, ws, work, instances)
@@ -395,7 +474,6 @@ func (d *Dump) Locks() []*LockInfo {
 		}
 		out = append(out, li)
 	}
-	sortLocks(out)
 	return out
 }
 
