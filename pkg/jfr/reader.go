@@ -116,82 +116,140 @@ func (r *Reader) Next() (*Event, error) {
 	return nil, r.err
 }
 
+// readChunk reads the next chunk into r.c, ready for nextInChunk. It runs
+// in steps, each of which can end the stream with an error: the header is
+// checked before the chunk is read, the events are framed before the
+// metadata is looked for (the framing finds it), and the metadata is
+// parsed before the checkpoints (whose pools it describes).
 func (r *Reader) readChunk() error {
 	start := r.r.n
 	var hdr [headerSize]byte
+	h, err := r.readChunkHeader(start, &hdr)
+	if err != nil {
+		return err
+	}
+	buf, err := readGrowing(r.r, hdr[:], int(h.size))
+	if err != nil {
+		return &FormatError{Offset: start + int64(len(buf)), Msg: fmt.Sprintf("chunk of %d bytes is truncated after %d: %v", h.size, len(buf), err)}
+	}
+	c, err := r.newChunk(start, &hdr, h, buf)
+	if err != nil {
+		return err
+	}
+	metaAt, cps := c.frameEvents()
+	if err := r.chunkMetadata(c, metaAt); err != nil {
+		return err
+	}
+	if err := c.readCheckpoints(cps); err != nil {
+		return err
+	}
+	r.selectTypes(c.meta)
+	c.pos = headerSize
+	if r.prev != nil {
+		r.prev.prev = nil // keep one chunk back, not the whole stream
+		c.prev = r.prev
+	}
+	r.c = c
+	return nil
+}
+
+// chunkHeader holds the fields of a chunk header that readChunk checks
+// before it reads the rest of the chunk.
+type chunkHeader struct {
+	major, minor uint16
+	size         int64
+	state        byte
+}
+
+// readChunkHeader reads the header of the chunk at offset start into hdr
+// and refuses what cannot be read: a stream that is not JFR (only for the
+// first chunk: after one, a missing header is damage, and end of input is
+// the end of the recording), another format version, a chunk the JVM is
+// rewriting, and sizes that cannot be or are over the limit.
+func (r *Reader) readChunkHeader(start int64, hdr *[headerSize]byte) (chunkHeader, error) {
 	n, err := io.ReadFull(r.r, hdr[:])
 	if err == io.EOF {
 		if r.index == 0 {
-			return fmt.Errorf("jfr: empty input: %w", ErrNotJFR)
+			return chunkHeader{}, fmt.Errorf("jfr: empty input: %w", ErrNotJFR)
 		}
-		return io.EOF
+		return chunkHeader{}, io.EOF
 	}
 	if n < 4 || !bytes.Equal(hdr[:4], []byte("FLR\x00")) {
 		if r.index == 0 {
-			return fmt.Errorf("jfr: no FLR magic at the start: %w", ErrNotJFR)
+			return chunkHeader{}, fmt.Errorf("jfr: no FLR magic at the start: %w", ErrNotJFR)
 		}
-		return &FormatError{Offset: start, Msg: "no chunk header (FLR magic) after the previous chunk"}
+		return chunkHeader{}, &FormatError{Offset: start, Msg: "no chunk header (FLR magic) after the previous chunk"}
 	}
 	if err != nil {
-		return &FormatError{Offset: start + int64(n), Msg: "truncated chunk header"}
+		return chunkHeader{}, &FormatError{Offset: start + int64(n), Msg: "truncated chunk header"}
 	}
-	major := binary.BigEndian.Uint16(hdr[4:])
-	minor := binary.BigEndian.Uint16(hdr[6:])
-	if major != 2 {
-		return &FormatError{Offset: start + 4, Msg: fmt.Sprintf("JFR format version %d.%d is not supported (2.x is: JDK 11+ and 8u262+)", major, minor)}
+	h := chunkHeader{
+		major: binary.BigEndian.Uint16(hdr[4:]),
+		minor: binary.BigEndian.Uint16(hdr[6:]),
+		size:  int64(binary.BigEndian.Uint64(hdr[8:])),
+		state: hdr[fileStateOffset],
 	}
-	size := int64(binary.BigEndian.Uint64(hdr[8:]))
-	state := hdr[fileStateOffset]
-	if state == fileStateUpdating {
-		return &FormatError{Offset: start + fileStateOffset, Msg: "chunk header is being rewritten by the JVM; read again"}
+	if h.major != 2 {
+		return chunkHeader{}, &FormatError{Offset: start + 4, Msg: fmt.Sprintf("JFR format version %d.%d is not supported (2.x is: JDK 11+ and 8u262+)", h.major, h.minor)}
+	}
+	if h.state == fileStateUpdating {
+		return chunkHeader{}, &FormatError{Offset: start + fileStateOffset, Msg: "chunk header is being rewritten by the JVM; read again"}
 	}
 	if hdr[67]&4 != 0 {
 		// Start ticks relative to the previous event: no JVM we know
 		// writes them, and decoding them needs every event, even skipped
 		// ones, so refuse rather than return wrong times.
-		return &FormatError{Offset: start + 67, Msg: "compressed ticks are not supported"}
+		return chunkHeader{}, &FormatError{Offset: start + 67, Msg: "compressed ticks are not supported"}
 	}
-	if size < headerSize {
-		return &FormatError{Offset: start + 8, Msg: fmt.Sprintf("chunk size %d is smaller than its header", size)}
+	if h.size < headerSize {
+		return chunkHeader{}, &FormatError{Offset: start + 8, Msg: fmt.Sprintf("chunk size %d is smaller than its header", h.size)}
 	}
-	if size > r.opts.MaxChunkSize {
-		return &FormatError{Offset: start + 8, Msg: fmt.Sprintf("chunk size %d exceeds the %d byte limit", size, r.opts.MaxChunkSize)}
+	if h.size > r.opts.MaxChunkSize {
+		return chunkHeader{}, &FormatError{Offset: start + 8, Msg: fmt.Sprintf("chunk size %d exceeds the %d byte limit", h.size, r.opts.MaxChunkSize)}
 	}
-	buf, err := readGrowing(r.r, hdr[:], int(size))
-	if err != nil {
-		return &FormatError{Offset: start + int64(len(buf)), Msg: fmt.Sprintf("chunk of %d bytes is truncated after %d: %v", size, len(buf), err)}
-	}
+	return h, nil
+}
+
+// newChunk makes the chunk of buf, read at offset start, with its clock
+// and ChunkInfo from the header. The chunk counts as read from here on,
+// whatever the later steps find: it has an index, and an unfinished one
+// ends the stream.
+func (r *Reader) newChunk(start int64, hdr *[headerSize]byte, h chunkHeader, buf []byte) (*chunk, error) {
 	c := &chunk{
 		buf:     buf,
 		pools:   make(map[*typeDesc]map[int64]int),
 		strings: make(map[*typeDesc]map[int64]string),
 		decoded: make(map[*typeDesc]map[int64]value),
 	}
-	_, _, _, _, metaOff := c.header()
 	c.startNanos = int64(binary.BigEndian.Uint64(hdr[32:]))
 	durNanos := int64(binary.BigEndian.Uint64(hdr[40:]))
 	c.startTicks = int64(binary.BigEndian.Uint64(hdr[48:]))
 	tps := int64(binary.BigEndian.Uint64(hdr[56:]))
 	if tps <= 0 {
-		return &FormatError{Offset: start + 56, Msg: fmt.Sprintf("ticks per second %d", tps)}
+		return nil, &FormatError{Offset: start + 56, Msg: fmt.Sprintf("ticks per second %d", tps)}
 	}
 	c.nsPerTick = 1e9 / float64(tps)
 	c.info = ChunkInfo{
-		Index: r.index, Offset: start, Size: size, Major: int(major), Minor: int(minor),
+		Index: r.index, Offset: start, Size: h.size, Major: int(h.major), Minor: int(h.minor),
 		Start: time.Unix(0, c.startNanos).UTC(), Duration: time.Duration(durNanos),
-		TicksPerSecond: tps, Unfinished: state != 0,
+		TicksPerSecond: tps, Unfinished: h.state != 0,
 	}
 	r.index++
-	if state != 0 {
+	if h.state != 0 {
 		// The rest of the file is this chunk's unflushed tail, not another
 		// chunk.
 		r.stopped = true
 	}
+	return c, nil
+}
 
-	// Frame every event once: this finds the checkpoints wherever the
-	// delta chain would have led and tells how far the chunk is intact.
-	var metaAt []int
-	var cps [][2]int
+// frameEvents frames every event of the chunk once: this finds the
+// checkpoints wherever the delta chain would have led and tells how far
+// the chunk is intact (c.end; c.scanErr says what stopped the framing
+// short). It returns where the metadata events start, and where each
+// checkpoint event starts and ends.
+func (c *chunk) frameEvents() (metaAt []int, cps [][2]int) {
+	buf := c.buf
 	d := c.dec(headerSize)
 	c.end = headerSize
 	for d.pos < len(buf) {
@@ -215,9 +273,18 @@ func (r *Reader) readChunk() error {
 		d.pos = at + int(sz)
 		c.end = d.pos
 	}
+	return metaAt, cps
+}
 
-	// The header's metadata offset is the newest description of the types;
-	// fall back to the last one found when it is damaged.
+// chunkMetadata sets c.meta from one of the metadata events at metaAt.
+// The header's metadata offset is the newest description of the types;
+// it falls back to the last one found when that is damaged. Chunks of one
+// recording repeat their metadata, and recordings of one JVM share it, so
+// the body is parsed only when neither the previous chunk's nor the
+// process-wide cache has it.
+func (r *Reader) chunkMetadata(c *chunk, metaAt []int) error {
+	start, buf := c.info.Offset, c.buf
+	_, _, _, _, metaOff := c.header()
 	mpos := -1
 	for _, at := range metaAt {
 		if int64(at) == metaOff {
@@ -263,10 +330,16 @@ func (r *Reader) readChunk() error {
 		r.lastMD, r.lastMDBody = m, append(r.lastMDBody[:0], body...)
 		storeMetadata(body, m)
 	}
+	return nil
+}
 
+// readCheckpoints reads the constant pools of the checkpoint events cps
+// (start and end of each, from frameEvents); the first damaged one ends
+// the chunk.
+func (c *chunk) readCheckpoints(cps [][2]int) error {
 	for _, cp := range cps {
 		d := c.dec(cp[0])
-		d.b = buf[:cp[1]]
+		d.b = c.buf[:cp[1]]
 		d.varint()
 		d.varint()
 		c.readCheckpoint(d, cp[1])
@@ -274,9 +347,14 @@ func (r *Reader) readChunk() error {
 			return d.err
 		}
 	}
+	return nil
+}
 
+// selectTypes indexes the event types of meta that the Reader returns,
+// by type id, for nextInChunk to look every event up in.
+func (r *Reader) selectTypes(meta *metadata) {
 	r.want, r.wantLarge = r.want[:0], nil
-	for id, t := range c.meta.types {
+	for id, t := range meta.types {
 		if !t.event || (r.wanted != nil && !r.wanted[t.name]) {
 			continue
 		}
@@ -292,13 +370,6 @@ func (r *Reader) readChunk() error {
 		}
 		r.wantLarge[id] = t
 	}
-	c.pos = headerSize
-	if r.prev != nil {
-		r.prev.prev = nil // keep one chunk back, not the whole stream
-		c.prev = r.prev
-	}
-	r.c = c
-	return nil
 }
 
 // d0size returns where the event at pos ends (its framing was checked).
