@@ -36,7 +36,7 @@ ctprof leaves those out, and says so once.`
 func (j *jfrFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&j.Enabled, "jfr", false, "JVMs: also record exact lock waits with Java Flight Recorder (JDK 11+)")
 	f.DurationVar(&j.Threshold, "jfr-threshold", jvm.DefaultJFRThreshold, "JVMs with --jfr: record waits at least this long (0: every wait, at a higher cost)")
-	f.DurationVar(&j.Duration, "jfr-duration", 0, "JVMs with --jfr: length of each recording before ctprof renews it (0: 2m, or --duration+30s)")
+	f.DurationVar(&j.Duration, "jfr-duration", 0, "JVMs with --jfr: length of each recording before ctprof renews it (0: 2m, or --duration+30s if shorter)")
 	_ = f.MarkHidden("jfr-duration")
 	j.set = func(name string) bool { return f.Changed(name) }
 }
@@ -63,10 +63,6 @@ func (j *jfrFlags) apply(o sample.JVMOptions) sample.JVMOptions {
 	if !j.Enabled {
 		return o
 	}
-	th := j.Threshold
-	if th == 0 {
-		th = -1 // every wait: 0 means the default below
-	}
-	o.JFR = sample.JFRLiveOptions{Enabled: true, Threshold: th, Duration: j.Duration}
+	o.JFR = sample.JFRLiveOptions{Enabled: true, Threshold: j.Threshold, Duration: j.Duration}
 	return o
 }

@@ -74,15 +74,16 @@ type Info struct {
 // Inspect finds out whether pid is a HotSpot JVM ctprof can attach to. It
 // returns ErrNotJVM when the process has no hsperfdata file.
 func Inspect(procRoot string, pid int) (*Info, error) {
-	return InspectMapped(procRoot, pid, nil)
+	return InspectMapped(procfs.NewFS(procRoot), pid, nil)
 }
 
 // InspectMapped is Inspect with hotSpot answering whether pid maps
 // HotSpot's libjvm.so (nil: Inspect finds out), which it asks only of a
 // process without hsperfdata: a caller that finds out anyway (the sampler,
-// to tell a JVM) runs both at once and walks the mappings once.
-func InspectMapped(procRoot string, pid int, hotSpot func() bool) (*Info, error) {
-	fs := procfs.NewFS(procRoot)
+// to tell a JVM) runs both at once and walks the mappings once. fs is the
+// caller's view of /proc, so that every read of one run goes through the
+// same root.
+func InspectMapped(fs procfs.FS, pid int, hotSpot func() bool) (*Info, error) {
 	if hotSpot == nil {
 		hotSpot = func() bool { return hotSpotMapped(fs, pid) }
 	}

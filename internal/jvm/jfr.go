@@ -73,12 +73,13 @@ const (
 
 // RecordingOptions configure StartRecording.
 type RecordingOptions struct {
-	// Threshold is the shortest wait recorded (0: DefaultJFRThreshold;
-	// negative: every wait).
+	// Threshold is the shortest wait recorded; 0 records every wait. The
+	// same value means the same in every layer: --jfr-threshold's default
+	// (DefaultJFRThreshold) is set by the command line, nowhere else.
 	Threshold time.Duration
-	// Duration is how long each recording runs before ctprof renews it
-	// (0: DefaultJFRDuration); a killed ctprof leaves it running that long
-	// at most.
+	// Duration is how long each recording runs before ctprof renews it; a
+	// killed ctprof leaves it running that long at most. The caller
+	// chooses it (the sampler knows the run's length): it must be positive.
 	Duration time.Duration
 	MaxAge   time.Duration
 	MaxSize  int64
@@ -86,15 +87,6 @@ type RecordingOptions struct {
 }
 
 func (o *RecordingOptions) defaults() {
-	switch {
-	case o.Threshold == 0:
-		o.Threshold = DefaultJFRThreshold
-	case o.Threshold < 0:
-		o.Threshold = 0
-	}
-	if o.Duration <= 0 {
-		o.Duration = DefaultJFRDuration
-	}
 	if o.MaxAge <= 0 {
 		o.MaxAge = DefaultJFRMaxAge
 	}
@@ -145,6 +137,9 @@ var recordingSeq atomic.Int64
 // StartRecording starts a ctprof recording of lock waits in the JVM.
 func StartRecording(ctx context.Context, i *Info, o RecordingOptions) (*Recording, error) {
 	o.defaults()
+	if o.Threshold < 0 || o.Duration <= 0 {
+		return nil, fmt.Errorf("JFR recording: threshold %s must not be negative and duration %s must be positive", o.Threshold, o.Duration)
+	}
 	if i.Version > 0 && i.Version < 11 {
 		return nil, fmt.Errorf("pid %d runs JDK %d: ctprof records with JFR on JDK 11 and later", i.PID, i.Version)
 	}

@@ -19,8 +19,9 @@ import (
 // ReadEvery and its waits put on that tick's Snapshot.Waits.
 type JFRLiveOptions struct {
 	Enabled bool
-	// Threshold is the shortest wait recorded (0: jvm.DefaultJFRThreshold;
-	// negative: every wait).
+	// Threshold is the shortest wait recorded; 0 records every wait (the
+	// command line's --jfr-threshold, whose default is
+	// jvm.DefaultJFRThreshold).
 	Threshold time.Duration
 	// Duration is how long each recording runs before ctprof renews it,
 	// the longest it outlives a killed ctprof (0: the run's --duration and

@@ -120,6 +120,9 @@ type Sampler struct {
 	// early is the dump the ctprof binary asked for while it started
 	// (jvm.EarlyDump), for the first tick.
 	early *jvm.EarlyDump
+	// dumpsOff says the JVM cannot give thread dumps (attach disabled, no
+	// quit handler): the options stay as asked, the dumps stop.
+	dumpsOff bool
 	// run is where the series of samples stands (next.go).
 	run runState
 }
@@ -173,7 +176,7 @@ func NewSampler(opts Options) (*Sampler, error) {
 
 		droppedFutexes: map[string]int{},
 	}
-	info, inspectErr := jvm.InspectMapped(opts.ProcRoot, opts.PID, func() bool {
+	info, inspectErr := jvm.InspectMapped(fs, opts.PID, func() bool {
 		l := libs()
 		return l.HotSpot && !l.OpenJ9
 	})
@@ -413,7 +416,7 @@ func (s *Sampler) useDump(ctx context.Context, snap *snapshot.Snapshot, res *jvm
 	case errors.Is(err, procfs.ErrProcessGone):
 		return err
 	case errors.Is(err, jvm.ErrAttachDisabled), errors.Is(err, jvm.ErrNoQuitHandler):
-		s.opts.JVM.NoDumps = true
+		s.dumpsOff = true
 		snap.Errors = append(snap.Errors, "no thread dumps: "+err.Error())
 		return nil
 	case err != nil:
@@ -460,7 +463,7 @@ func (s *Sampler) useDump(ctx context.Context, snap *snapshot.Snapshot, res *jvm
 // as the options and the pause budget go (takeJVM also checks the JVM can
 // give one).
 func (s *Sampler) dumpDue(now time.Time) bool {
-	return !s.opts.JVM.NoDumps && !now.Before(s.nextDump)
+	return !s.opts.JVM.NoDumps && !s.dumpsOff && !now.Before(s.nextDump)
 }
 
 // waitsNeeded says, after a tick's dump, which sleeping threads' system
