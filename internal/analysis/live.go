@@ -174,7 +174,10 @@ func (o *osAgg) total() counters {
 	return o.exited.add(o.live)
 }
 
-// addLive feeds the /proc part of a snapshot.
+// addLive feeds the /proc part of a snapshot. It runs once per sample
+// over every thread of the process, so the per-thread work stays in its
+// loop; what happens once per sample (a new dump's names, the threads that
+// exited) has functions of its own.
 func (a *Aggregator) addLive(s *snapshot.Snapshot, dt time.Duration, tick dumpTick) {
 	o := a.os
 	o.samples++
@@ -184,30 +187,7 @@ func (a *Aggregator) addLive(s *snapshot.Snapshot, dt time.Duration, tick dumpTi
 	}
 	o.last = s.Time
 	if tick.dump != nil {
-		// A new dump: refresh the tid → Java thread map.
-		clear(o.java)
-		o.javaGen++
-		if len(o.java) == 0 && len(tick.dump.Threads) > 0 {
-			o.java = make(map[int]javaInfo, len(tick.dump.Threads))
-		}
-		// By native id; of two threads with one id (a damaged dump) the
-		// later one counts.
-		// Owners of a lock others queue on work in its critical section,
-		// even asleep there.
-		owners := map[*threaddump.Thread]bool{}
-		for _, ts := range tick.lockOwners {
-			for _, t := range ts {
-				owners[t] = true
-			}
-		}
-		for i := range tick.dump.Threads {
-			jt := &tick.dump.Threads[i]
-			if jt.OSThreadID > 0 {
-				busy := tick.waitsOn[jt] != "" || owners[jt] ||
-					jt.State == threaddump.StateRunnable && len(jt.Frames) > 0 && !isIdleFrame(jt.Frames[0].String())
-				o.java[int(jt.OSThreadID)] = javaInfo{name: jt.Name, state: jt.State, pool: tick.pools[i], busy: busy}
-			}
-		}
+		o.refreshJava(tick)
 	}
 	o.lastThreads = len(s.Threads)
 	// The sweep lists threads in the same order tick after tick, so the
@@ -259,29 +239,7 @@ func (a *Aggregator) addLive(s *snapshot.Snapshot, dt time.Duration, tick dumpTi
 			seenNow++
 		}
 		if ta.javaGen != o.javaGen || ta.comm != t.Name || ta.pool == "" {
-			// The Java name and its pool when a dump named the thread,
-			// its OS name (and a pool to work out) otherwise.
-			j, isJava := o.java[t.TID]
-			name, pool := t.Name, ""
-			if isJava && j.name != "" {
-				name, pool = j.name, j.pool
-			}
-			if name != ta.name || ta.pool == "" {
-				if pool == "" {
-					pool = PoolName(name)
-				}
-				ta.name, ta.pool = name, pool
-			}
-			if isJava && ta.javaGen != o.javaGen {
-				ta.javaState = j.state
-				ta.javaDumps++
-				if j.busy {
-					ta.busyDumps++
-				}
-			} else if isJava {
-				ta.javaState = j.state
-			}
-			ta.comm, ta.javaGen = t.Name, o.javaGen
+			o.nameThread(ta, t)
 		}
 		o.cur = append(o.cur, ta)
 		o.live = o.live.add(c.sub(ta.last))
@@ -302,19 +260,7 @@ func (a *Aggregator) addLive(s *snapshot.Snapshot, dt time.Duration, tick dumpTi
 			o.osStates[osStateName(byte(st))] += c
 		}
 	}
-	// Threads not seen in this sample exited: fold their counters into the
-	// totals and forget them, so memory follows the live thread count.
-	for k, ta := range o.threads {
-		if seenNow == len(o.threads) {
-			break // every thread was seen: no walk over 10,000 entries
-		}
-		if ta.seenAt != n {
-			d := ta.last.sub(ta.base)
-			o.exited = o.exited.add(d)
-			o.live = o.live.sub(d)
-			delete(o.threads, k)
-		}
-	}
+	o.dropExited(n, seenNow)
 	if s.Host != nil {
 		if o.hostFirst == nil {
 			o.hostFirst, o.hostFirstT = s.Host, s.Time
@@ -327,6 +273,82 @@ func (a *Aggregator) addLive(s *snapshot.Snapshot, dt time.Duration, tick dumpTi
 	futexWaiters := a.addFutexLocks(s, dt, o.curNames(s))
 	a.addPools(s, futexWaiters)
 	a.addLiveSeries(s, running)
+}
+
+// refreshJava rebuilds the tid → Java thread map from the dump of tick,
+// and starts a new generation of it, so that every thread takes its Java
+// name and state again (see nameThread).
+func (o *osAgg) refreshJava(tick dumpTick) {
+	clear(o.java)
+	o.javaGen++
+	if len(o.java) == 0 && len(tick.dump.Threads) > 0 {
+		o.java = make(map[int]javaInfo, len(tick.dump.Threads))
+	}
+	// By native id; of two threads with one id (a damaged dump) the
+	// later one counts.
+	// Owners of a lock others queue on work in its critical section,
+	// even asleep there.
+	owners := map[*threaddump.Thread]bool{}
+	for _, ts := range tick.lockOwners {
+		for _, t := range ts {
+			owners[t] = true
+		}
+	}
+	for i := range tick.dump.Threads {
+		jt := &tick.dump.Threads[i]
+		if jt.OSThreadID > 0 {
+			busy := tick.waitsOn[jt] != "" || owners[jt] ||
+				jt.State == threaddump.StateRunnable && len(jt.Frames) > 0 && !isIdleFrame(jt.Frames[0].String())
+			o.java[int(jt.OSThreadID)] = javaInfo{name: jt.Name, state: jt.State, pool: tick.pools[i], busy: busy}
+		}
+	}
+}
+
+// nameThread names ta after t, whose OS name, or the dump generation, has
+// changed since ta was last named (or which has no pool yet): the Java
+// name and its pool when a dump named the thread, its OS name (and a pool
+// to work out) otherwise. A new dump generation also counts the dump
+// toward the thread's Java states.
+func (o *osAgg) nameThread(ta *osThreadAgg, t *procfs.Thread) {
+	j, isJava := o.java[t.TID]
+	name, pool := t.Name, ""
+	if isJava && j.name != "" {
+		name, pool = j.name, j.pool
+	}
+	if name != ta.name || ta.pool == "" {
+		if pool == "" {
+			pool = PoolName(name)
+		}
+		ta.name, ta.pool = name, pool
+	}
+	if isJava && ta.javaGen != o.javaGen {
+		ta.javaState = j.state
+		ta.javaDumps++
+		if j.busy {
+			ta.busyDumps++
+		}
+	} else if isJava {
+		ta.javaState = j.state
+	}
+	ta.comm, ta.javaGen = t.Name, o.javaGen
+}
+
+// dropExited folds the threads not seen in sample n into the totals and
+// forgets them, so memory follows the live thread count. seenNow is how
+// many of the table's threads sample n saw: when it saw them all, there
+// is no walk over the table.
+func (o *osAgg) dropExited(n, seenNow int) {
+	for k, ta := range o.threads {
+		if seenNow == len(o.threads) {
+			break // every thread was seen: no walk over 10,000 entries
+		}
+		if ta.seenAt != n {
+			d := ta.last.sub(ta.base)
+			o.exited = o.exited.add(d)
+			o.live = o.live.sub(d)
+			delete(o.threads, k)
+		}
+	}
 }
 
 // latest returns the live threads' aggregates, each once, in the order of
