@@ -244,7 +244,9 @@ func encodeLocation(e *encoder, l procfs.Location) {
 	e.uvarint(l.SymbolSize)
 }
 
-// decodeSnapshot reads what encodeSnapshot wrote.
+// decodeSnapshot reads what encodeSnapshot wrote, part by part in the
+// order it wrote them; each part has a reader of its own. A failed read
+// sets d.err and the later reads return zero values.
 func decodeSnapshot(d *decoder, prev threadState, key bool) (*snapshot.Snapshot, threadState) {
 	s := &snapshot.Snapshot{}
 	if d.bool() {
@@ -259,7 +261,34 @@ func decodeSnapshot(d *decoder, prev threadState, key bool) (*snapshot.Snapshot,
 	s.Cost = d.duration()
 	s.Missing = d.strs()
 	s.Errors = d.strs()
+	next := decodeThreads(d, s, prev, key)
+	decodeFutexes(d, s)
+	if d.bool() {
+		s.Connections = decodeConnections(d)
+	}
+	if d.bool() {
+		s.Host = decodeHost(d)
+	}
+	if d.bool() {
+		s.JVM = decodeJVM(d)
+	}
+	if d.bool() {
+		s.DumpCost = &snapshot.DumpCost{Method: d.str(), Wall: d.duration(), Pause: d.duration()}
+	}
+	if d.bool() {
+		decodeDump(d, s)
+	}
+	if d.version >= 3 {
+		decodeWaits(d, s)
+	}
+	return s, next
+}
 
+// decodeThreads reads the /proc sample's threads into s.Threads and
+// returns them by tid, for the next delta frame. A thread the frame marks
+// as known must be in prev, and a key frame has none: either failing is
+// damage, and ends the list.
+func decodeThreads(d *decoder, s *snapshot.Snapshot, prev threadState, key bool) threadState {
 	next := threadState{}
 	hasThreads := d.bool()
 	n := d.count(20)
@@ -305,97 +334,106 @@ func decodeSnapshot(d *decoder, prev threadState, key bool) (*snapshot.Snapshot,
 		s.Threads = append(s.Threads, t)
 		next[t.TID] = t
 	}
+	return next
+}
 
-	if nf := d.count(4); nf > 0 {
-		s.Futexes = make([]procfs.FutexWait, 0, nf)
-		for i := 0; i < nf && d.err == nil; i++ {
-			var f procfs.FutexWait
-			f.Address = d.uvarint()
-			f.Location = decodeLocation(d)
-			f.Kind = procfs.FutexKind(d.str())
-			f.Op = d.str()
-			if d.version >= 2 {
-				f.Value = d.uvarint()
-				f.Timed = d.bool()
-			}
-			nt := d.count(1)
-			if nt > 0 {
-				f.TIDs = make([]int, nt)
-				for k := range f.TIDs {
-					f.TIDs[k] = d.int()
-				}
-			}
-			s.Futexes = append(s.Futexes, f)
-		}
+// decodeFutexes reads the futexes the threads wait on into s.Futexes
+// (value and timeout only from format version 2 on).
+func decodeFutexes(d *decoder, s *snapshot.Snapshot) {
+	nf := d.count(4)
+	if nf <= 0 {
+		return
 	}
-
-	if d.bool() {
-		c := &procfs.Connections{ByLocalPort: map[int]int{}}
-		c.Established = d.int()
-		c.Inbound = d.int()
-		c.Peers = d.int()
-		np := d.count(2)
-		for i := 0; i < np; i++ {
-			p := d.int()
-			c.ByLocalPort[p] = d.int()
+	s.Futexes = make([]procfs.FutexWait, 0, nf)
+	for i := 0; i < nf && d.err == nil; i++ {
+		var f procfs.FutexWait
+		f.Address = d.uvarint()
+		f.Location = decodeLocation(d)
+		f.Kind = procfs.FutexKind(d.str())
+		f.Op = d.str()
+		if d.version >= 2 {
+			f.Value = d.uvarint()
+			f.Timed = d.bool()
 		}
-		if nl := d.count(1); nl > 0 {
-			c.Listening = make([]int, nl)
-			for i := range c.Listening {
-				c.Listening[i] = d.int()
+		nt := d.count(1)
+		if nt > 0 {
+			f.TIDs = make([]int, nt)
+			for k := range f.TIDs {
+				f.TIDs[k] = d.int()
 			}
 		}
-		s.Connections = c
+		s.Futexes = append(s.Futexes, f)
 	}
+}
 
-	if d.bool() {
-		h := &procfs.Host{}
-		h.ContextSwitches = d.uvarint()
-		h.ProcsRunning = d.int()
-		h.ProcsBlocked = d.int()
-		h.Load1 = d.float()
-		h.Load5 = d.float()
-		h.Load15 = d.float()
-		h.CPUs = d.int()
-		s.Host = h
+// decodeConnections reads the process's TCP connections.
+func decodeConnections(d *decoder) *procfs.Connections {
+	c := &procfs.Connections{ByLocalPort: map[int]int{}}
+	c.Established = d.int()
+	c.Inbound = d.int()
+	c.Peers = d.int()
+	np := d.count(2)
+	for i := 0; i < np; i++ {
+		p := d.int()
+		c.ByLocalPort[p] = d.int()
 	}
-
-	if d.bool() {
-		j := &snapshot.JVMCounters{}
-		j.LiveThreads, j.DaemonThreads, j.PeakThreads, j.StartedThreads, j.Safepoints = d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
-		j.SafepointTime = d.duration()
-		j.GCTime = d.duration()
-		hasSync := d.bool()
-		ns := d.count(2)
-		if hasSync {
-			j.Sync = make(map[string]int64, ns)
-		}
-		for i := 0; i < ns; i++ {
-			k := d.str()
-			v := d.varint()
-			if j.Sync != nil {
-				j.Sync[k] = v
-			}
-		}
-		s.JVM = j
-	}
-
-	if d.bool() {
-		s.DumpCost = &snapshot.DumpCost{Method: d.str(), Wall: d.duration(), Pause: d.duration()}
-	}
-	if d.bool() {
-		text := d.bytes()
-		if d.err == nil {
-			s.DumpText = append([]byte{}, text...)
-			if dumps, err := threaddump.ParseOwnedBytes(s.DumpText); err == nil && len(dumps) > 0 {
-				s.Dump = dumps[len(dumps)-1]
-			}
+	if nl := d.count(1); nl > 0 {
+		c.Listening = make([]int, nl)
+		for i := range c.Listening {
+			c.Listening[i] = d.int()
 		}
 	}
-	if d.version >= 3 {
-		decodeWaits(d, s)
+	return c
+}
+
+// decodeHost reads the host-wide counters.
+func decodeHost(d *decoder) *procfs.Host {
+	h := &procfs.Host{}
+	h.ContextSwitches = d.uvarint()
+	h.ProcsRunning = d.int()
+	h.ProcsBlocked = d.int()
+	h.Load1 = d.float()
+	h.Load5 = d.float()
+	h.Load15 = d.float()
+	h.CPUs = d.int()
+	return h
+}
+
+// decodeJVM reads the JVM's own counters. hasSync keeps apart a JVM
+// that gave no synchronization counters (nil) from one that gave an empty
+// set.
+func decodeJVM(d *decoder) *snapshot.JVMCounters {
+	j := &snapshot.JVMCounters{}
+	j.LiveThreads, j.DaemonThreads, j.PeakThreads, j.StartedThreads, j.Safepoints = d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
+	j.SafepointTime = d.duration()
+	j.GCTime = d.duration()
+	hasSync := d.bool()
+	ns := d.count(2)
+	if hasSync {
+		j.Sync = make(map[string]int64, ns)
 	}
-	return s, next
+	for i := 0; i < ns; i++ {
+		k := d.str()
+		v := d.varint()
+		if j.Sync != nil {
+			j.Sync[k] = v
+		}
+	}
+	return j
+}
+
+// decodeDump reads the thread dump's text into s.DumpText and parses it
+// into s.Dump: the recording keeps the text, not the parsed dump. A dump
+// that does not parse leaves s.Dump nil; the text is kept all the same.
+func decodeDump(d *decoder, s *snapshot.Snapshot) {
+	text := d.bytes()
+	if d.err != nil {
+		return
+	}
+	s.DumpText = append([]byte{}, text...)
+	if dumps, err := threaddump.ParseOwnedBytes(s.DumpText); err == nil && len(dumps) > 0 {
+		s.Dump = dumps[len(dumps)-1]
+	}
 }
 
 func decodeLocation(d *decoder) procfs.Location {
