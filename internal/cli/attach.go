@@ -20,6 +20,7 @@ import (
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/metrics"
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/procs"
 	"github.com/ctprof/ctprof/internal/record"
 	"github.com/ctprof/ctprof/internal/report"
 	"github.com/ctprof/ctprof/internal/sample"
@@ -351,7 +352,11 @@ func openSampler(procRoot, name string, so sample.Options) (*sample.Sampler, err
 		procRoot = "/proc"
 	}
 	if name != "" {
-		pid, err := findByName(procRoot, name)
+		re, err := regexp.Compile(name)
+		if err != nil {
+			return nil, usageErrorf("--name: %v", err)
+		}
+		pid, err := procs.New(procRoot).Find(re)
 		if err != nil {
 			return nil, err
 		}
@@ -371,77 +376,6 @@ func openSampler(procRoot, name string, so sample.Options) (*sample.Sampler, err
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// findByName picks the one process whose name or command line matches re.
-func findByName(root, expr string) (int, error) {
-	re, err := regexp.Compile(expr)
-	if err != nil {
-		return 0, usageErrorf("--name: %v", err)
-	}
-	procs, err := listProcesses(root)
-	if err != nil {
-		return 0, err
-	}
-	// ctprof's own command line holds the pattern, and so do those of
-	// whatever started it (sudo, runuser, timeout, a shell's -c): none of
-	// them is ever the target.
-	self := selfAndAncestors(root)
-	var matches []processInfo
-	for _, p := range procs {
-		if self[p.PID] {
-			continue
-		}
-		if re.MatchString(p.Name) || re.MatchString(p.Cmdline) {
-			matches = append(matches, p)
-		}
-	}
-	switch len(matches) {
-	case 0:
-		return 0, fmt.Errorf("no process matches --name %q (ctprof ps lists candidates)", expr)
-	case 1:
-		return matches[0].PID, nil
-	}
-	var lines []string
-	for i, m := range matches {
-		if i == 10 {
-			lines = append(lines, fmt.Sprintf("… %d more", len(matches)-10))
-			break
-		}
-		lines = append(lines, fmt.Sprintf("  %d %s", m.PID, report.Terminal(m.Name)))
-	}
-	return 0, fmt.Errorf("--name %q matches %d processes; give a PID or a narrower pattern:\n%s", expr, len(matches), strings.Join(lines, "\n"))
-}
-
-// selfAndAncestors is ctprof's pid and those of its parent chain up to the
-// first process whose parent is outside the pid namespace (0), read from
-// <root>/<pid>/stat. A parent that cannot be read ends the chain.
-func selfAndAncestors(root string) map[int]bool {
-	pids := map[int]bool{}
-	for pid := os.Getpid(); pid > 0 && !pids[pid]; {
-		pids[pid] = true
-		b, err := os.ReadFile(root + "/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			break
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses,
-		// so parse after the last ')'.
-		rest := string(b)
-		i := strings.LastIndexByte(rest, ')')
-		if i < 0 {
-			break
-		}
-		fields := strings.Fields(rest[i+1:])
-		if len(fields) < 2 {
-			break
-		}
-		ppid, err := strconv.Atoi(fields[1])
-		if err != nil {
-			break
-		}
-		pid = ppid
-	}
-	return pids
 }
 
 // collectLessForOneSample lets the heap of a one-sample run grow to five

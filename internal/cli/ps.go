@@ -8,10 +8,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/shirou/gopsutil/v4/process"
 	"github.com/spf13/cobra"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/procs"
 	"github.com/ctprof/ctprof/internal/report"
 )
 
@@ -75,48 +75,20 @@ out and says how many there were.`,
 	return cmd
 }
 
-func listProcesses(root string) ([]processInfo, error) {
-	procs, err := process.Processes()
-	if err != nil {
-		return nil, fmt.Errorf("list processes: %w", err)
-	}
-	out := make([]processInfo, 0, len(procs))
-	for _, p := range procs {
-		name, err := p.Name()
-		if err != nil {
-			continue // gone meanwhile, or a kernel thread we cannot read
-		}
-		pi := processInfo{PID: int(p.Pid), Name: name, Established: -1}
-		if n, err := p.NumThreads(); err == nil {
-			pi.Threads = int(n)
-		}
-		if u, err := p.Username(); err == nil {
-			pi.User = u
-		}
-		if c, err := p.Cmdline(); err == nil {
-			pi.Cmdline = c
-		}
-		out = append(out, pi)
-	}
-	return out, nil
-}
-
 func psRun(opts *PsOptions) error {
-	root := opts.ProcRoot
-	if root == "" {
-		root = "/proc"
-	}
-	procs, err := listProcesses(root)
+	lister := procs.New(opts.ProcRoot)
+	all, err := lister.List()
 	if err != nil {
 		return err
 	}
-	fs := procfs.NewFS(root)
-	rows := make([]processInfo, 0, len(procs))
+	fs := procfs.NewFS(lister.Root())
+	rows := make([]processInfo, 0, len(all))
 	uninspected := 0
-	for _, p := range procs {
-		if p.Threads < 2 && !opts.All {
+	for _, proc := range all {
+		if proc.Threads < 2 && !opts.All {
 			continue
 		}
+		p := processInfo{PID: proc.PID, Name: proc.Name, User: proc.User, Threads: proc.Threads, Cmdline: proc.Cmdline, Established: -1}
 		jvm, err := fs.CheckJVM(p.PID)
 		if errors.Is(err, procfs.ErrProcessGone) {
 			continue

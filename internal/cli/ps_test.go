@@ -116,3 +116,47 @@ func TestPsOtherUsersJVM(t *testing.T) {
 	assert.Equal(t, true, r["jvm"])
 	assert.Nil(t, r["jvm_unknown"])
 }
+
+// ps lists the processes under its proc root, as the samplers read them,
+// and not the host's.
+func TestPsHonoursProcRoot(t *testing.T) {
+	root := t.TempDir()
+	fake := func(pid, threads int, name, maps string, args ...string) {
+		dir := filepath.Join(root, strconv.Itoa(pid))
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		status := "Name:\t" + name + "\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nThreads:\t" + strconv.Itoa(threads) + "\n"
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o444))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "cmdline"), []byte(strings.Join(args, "\x00")+"\x00"), 0o444))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "maps"), []byte(maps), 0o444))
+	}
+	fake(4242, 30, "java", "7f0000000000-7f0000100000 r-xp 00000000 08:01 42 /usr/lib/jvm/lib/server/libjvm.so\n", "java", "-jar", "app.jar")
+	fake(4343, 4, "nginx", "", "nginx: worker process")
+	fake(4444, 1, "sh", "", "sh")
+
+	java := processInfo{PID: 4242, Name: "java", User: "root", Threads: 30, Established: -1, JVM: true, Cmdline: "java -jar app.jar"}
+	nginx := processInfo{PID: 4343, Name: "nginx", User: "root", Threads: 4, Established: -1, Cmdline: "nginx: worker process"}
+	sh := processInfo{PID: 4444, Name: "sh", User: "root", Threads: 1, Established: -1, Cmdline: "sh"}
+	tests := []struct {
+		name string
+		opts PsOptions
+		want []processInfo
+	}{
+		{"threaded ones", PsOptions{}, []processInfo{java, nginx}},
+		{"all", PsOptions{All: true}, []processInfo{java, nginx, sh}},
+		{"JVMs", PsOptions{JavaOnly: true, All: true}, []processInfo{java}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			opts := tc.opts
+			opts.IO = IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+			opts.ProcRoot = root
+			opts.Format = "json"
+			require.NoError(t, psRun(&opts))
+			var got []processInfo
+			require.NoError(t, json.Unmarshal(out.Bytes(), &got), out.String())
+			assert.Equal(t, tc.want, got)
+			assert.Empty(t, errOut.String())
+		})
+	}
+}

@@ -8,18 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
-	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/metrics"
-	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/report"
-	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/serve"
 )
 
 // ServeOptions are the inputs of `ctprof serve`.
@@ -156,10 +152,6 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	root := opts.ProcRoot
-	if root == "" {
-		root = "/proc"
-	}
 	var re *regexp.Regexp
 	if opts.Name != "" {
 		var err error
@@ -182,29 +174,59 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 		opts.onListen(srv.Addr())
 	}
 
-	ts := newServeTargets(opts, procfs.NewFS(root), re, srv)
-	ts.scan(ctx)
-	ticker := time.NewTicker(opts.Discovery)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			ts.wait()
-			err := <-served
-			fmt.Fprintln(opts.IO.ErrOut, "ctprof: stopped")
-			return err
-		case err := <-served:
-			// The server failed (a bad certificate, say): stop sampling.
-			cancel()
-			ts.wait()
-			if err == nil {
-				err = errors.New("metrics server stopped")
-			}
-			return err
-		case ev := <-ts.exited:
-			ts.exit(ev)
-		case <-ticker.C:
-			ts.scan(ctx)
+	ts := serve.New(serve.Options{
+		PIDs: opts.PIDs, Name: re, Java: opts.Java, Interval: opts.Interval, Port: opts.Port, JVM: opts.JVM.options(),
+		Discovery: opts.Discovery, ProcRoot: opts.ProcRoot, Exporter: srv,
+		Report: func(ev serve.Event) { sayServeEvent(opts.IO.ErrOut, opts.Interval, ev) },
+	})
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		ts.Run(ctx)
+	}()
+	select {
+	case <-ctx.Done():
+		<-followed
+		err := <-served
+		fmt.Fprintln(opts.IO.ErrOut, "ctprof: stopped")
+		return err
+	case err := <-served:
+		// The server failed (a bad certificate, say): stop sampling.
+		cancel()
+		<-followed
+		if err == nil {
+			err = errors.New("metrics server stopped")
+		}
+		return err
+	}
+}
+
+// sayServeEvent tells the user what happened to a target. Names and notes
+// come from the target and are escaped.
+func sayServeEvent(w io.Writer, interval time.Duration, ev serve.Event) {
+	name := report.Terminal(ev.Target.Name)
+	switch ev.Kind {
+	case serve.ListFailed:
+		fmt.Fprintf(w, "ctprof: %v\n", ev.Err)
+	case serve.StartFailed:
+		if ev.Explicit {
+			fmt.Fprintf(w, "ctprof: %v; exporting ctprof_up{pid=\"%d\"} 0\n", ev.Err, ev.PID)
+		} else {
+			fmt.Fprintf(w, "ctprof: cannot sample pid %d: %v\n", ev.PID, ev.Err)
+		}
+	case serve.Noted:
+		fmt.Fprintf(w, "ctprof: pid %d: %s\n", ev.PID, report.Terminal(ev.Note))
+	case serve.Started:
+		fmt.Fprintf(w, "ctprof: sampling pid %d (%s, %s) every %s\n", ev.PID, name, ev.Target.Kind, interval)
+	case serve.Exited:
+		what := "exited"
+		if ev.Err != nil {
+			what = fmt.Sprintf("could not be sampled any more (%v)", ev.Err)
+		}
+		if ev.Explicit {
+			fmt.Fprintf(w, "ctprof: pid %d (%s) %s; exporting ctprof_up 0 for it\n", ev.PID, name, what)
+		} else {
+			fmt.Fprintf(w, "ctprof: pid %d (%s) %s; its series are dropped\n", ev.PID, name, what)
 		}
 	}
 }
@@ -221,210 +243,4 @@ func listenHint(err error) error {
 		return fmt.Errorf("%v; ports below 1024 need root or CAP_NET_BIND_SERVICE, choose another with --listen", err)
 	}
 	return err
-}
-
-// serveTargets follows the processes ctprof serves: one Sampler goroutine
-// and one Aggregator per target.
-type serveTargets struct {
-	opts   *ServeOptions
-	fs     procfs.FS
-	re     *regexp.Regexp
-	srv    *metrics.Server
-	errOut io.Writer
-	// self is ctprof and its ancestors (the shell, sudo, timeout that
-	// started it): their command lines hold the --name pattern itself.
-	self map[int]bool
-
-	explicit map[int]bool
-	running  map[int]context.CancelFunc
-	// gone are explicit pids that exited or never existed: they stay down
-	// (a reused pid would be another program).
-	gone map[int]bool
-	// failed are discovered pids that could not be sampled (permission):
-	// not retried, and not reported twice, while the pid lives.
-	failed map[int]bool
-	// jvm caches whether a pid runs a JVM, keyed by pid and name: a
-	// launcher script that execs java keeps its pid but changes its name.
-	jvm map[int]jvmVerdict
-
-	exited chan targetExit
-	wg     sync.WaitGroup
-}
-
-type jvmVerdict struct {
-	name string
-	jvm  bool
-}
-
-type targetExit struct {
-	pid    int
-	name   string
-	reason sample.StopReason
-	err    error
-}
-
-func newServeTargets(opts *ServeOptions, fs procfs.FS, re *regexp.Regexp, srv *metrics.Server) *serveTargets {
-	ts := &serveTargets{
-		opts: opts, fs: fs, re: re, srv: srv, errOut: opts.IO.ErrOut, self: selfAndAncestors(fs.Root()),
-		explicit: map[int]bool{}, running: map[int]context.CancelFunc{}, gone: map[int]bool{},
-		failed: map[int]bool{}, jvm: map[int]jvmVerdict{},
-		exited: make(chan targetExit),
-	}
-	for _, pid := range opts.PIDs {
-		ts.explicit[pid] = true
-	}
-	return ts
-}
-
-// scan starts samplers for the targets that are not sampled yet: the
-// explicit pids, and the processes that match --name or --java.
-func (ts *serveTargets) scan(ctx context.Context) {
-	for _, pid := range ts.opts.PIDs {
-		if ts.running[pid] == nil && !ts.gone[pid] {
-			ts.start(ctx, pid, true)
-		}
-	}
-	if ts.re == nil && !ts.opts.Java {
-		return
-	}
-	pids, err := ts.listPIDs()
-	if err != nil {
-		fmt.Fprintf(ts.errOut, "ctprof: %v\n", err)
-		return
-	}
-	alive := make(map[int]bool, len(pids))
-	for _, pid := range pids {
-		alive[pid] = true
-		if ts.self[pid] || ts.running[pid] != nil || ts.explicit[pid] || ts.failed[pid] {
-			continue
-		}
-		if ts.matches(pid) {
-			ts.start(ctx, pid, false)
-		}
-	}
-	// Forget what was learnt about processes that are gone.
-	for pid := range ts.failed {
-		if !alive[pid] {
-			delete(ts.failed, pid)
-		}
-	}
-	for pid := range ts.jvm {
-		if !alive[pid] {
-			delete(ts.jvm, pid)
-		}
-	}
-}
-
-// listPIDs lists the processes under the /proc root.
-func (ts *serveTargets) listPIDs() ([]int, error) {
-	ents, err := os.ReadDir(ts.fs.Root())
-	if err != nil {
-		return nil, fmt.Errorf("list processes in %s: %w", ts.fs.Root(), err)
-	}
-	pids := make([]int, 0, len(ents))
-	for _, e := range ents {
-		if pid, err := strconv.Atoi(e.Name()); err == nil && pid > 0 {
-			pids = append(pids, pid)
-		}
-	}
-	return pids, nil
-}
-
-// matches reports whether a discovered process is a target: its name or
-// command line matches --name, or --java is given and it runs a JVM.
-// Kernel threads and zombies (no command line) never are.
-func (ts *serveTargets) matches(pid int) bool {
-	p, err := ts.fs.Process(pid)
-	if err != nil || p.Cmdline == "" {
-		return false // gone meanwhile, or nothing to profile
-	}
-	if ts.re != nil && (ts.re.MatchString(p.Name) || ts.re.MatchString(p.Cmdline)) {
-		return true
-	}
-	if !ts.opts.Java {
-		return false
-	}
-	// A mapped libjvm finds HotSpot and OpenJ9 alike, with or without
-	// hsperfdata; the sampler then names a HotSpot JVM by its main class.
-	v, ok := ts.jvm[pid]
-	if !ok || v.name != p.Name {
-		v = jvmVerdict{name: p.Name, jvm: ts.fs.IsJVM(pid)}
-		ts.jvm[pid] = v
-	}
-	return v.jvm
-}
-
-// start begins sampling pid in its own goroutine.
-func (ts *serveTargets) start(ctx context.Context, pid int, explicit bool) {
-	s, err := sample.NewSampler(sample.Options{PID: pid, Interval: ts.opts.Interval, Port: ts.opts.Port, ProcRoot: ts.fs.Root(), JVM: ts.opts.JVM.options()})
-	if err != nil {
-		switch {
-		case explicit:
-			// Exported as down, and not tried again.
-			ts.srv.SetUp(pid, false)
-			ts.gone[pid] = true
-			fmt.Fprintf(ts.errOut, "ctprof: %v; exporting ctprof_up{pid=\"%d\"} 0\n", err, pid)
-		case errors.Is(err, procfs.ErrProcessGone):
-			// Exited between the scan and now: nothing to say.
-		default:
-			ts.failed[pid] = true
-			fmt.Fprintf(ts.errOut, "ctprof: cannot sample pid %d: %v\n", pid, err)
-		}
-		return
-	}
-	t := s.Target()
-	for _, n := range s.Notes() {
-		fmt.Fprintf(ts.errOut, "ctprof: pid %d: %s\n", pid, report.Terminal(n))
-	}
-	agg := analysis.New()
-	ts.srv.Register(metrics.TargetInfoOf(t), agg)
-	tctx, cancel := context.WithCancel(ctx)
-	ts.running[pid] = cancel
-	fmt.Fprintf(ts.errOut, "ctprof: sampling pid %d (%s, %s) every %s\n", pid, report.Terminal(t.Name), t.Kind, ts.opts.Interval)
-	ts.wg.Add(1)
-	go func() {
-		defer ts.wg.Done()
-		defer s.Close()
-		reason, err := s.Run(tctx, agg.Add)
-		select {
-		case ts.exited <- targetExit{pid: pid, name: t.Name, reason: reason, err: err}:
-		case <-ctx.Done():
-		}
-	}()
-}
-
-// exit handles a sampler that returned: an explicit target is exported as
-// down, a discovered one is dropped.
-func (ts *serveTargets) exit(ev targetExit) {
-	if cancel := ts.running[ev.pid]; cancel != nil {
-		cancel()
-	}
-	delete(ts.running, ev.pid)
-	if ev.reason == sample.StopInterrupted {
-		return
-	}
-	what := "exited"
-	if ev.err != nil {
-		what = fmt.Sprintf("could not be sampled any more (%v)", ev.err)
-	}
-	name := report.Terminal(ev.name)
-	if ts.explicit[ev.pid] {
-		ts.srv.SetUp(ev.pid, false)
-		ts.gone[ev.pid] = true
-		fmt.Fprintf(ts.errOut, "ctprof: pid %d (%s) %s; exporting ctprof_up 0 for it\n", ev.pid, name, what)
-		return
-	}
-	ts.srv.Unregister(ev.pid)
-	if ev.err != nil {
-		ts.failed[ev.pid] = true
-	}
-	fmt.Fprintf(ts.errOut, "ctprof: pid %d (%s) %s; its series are dropped\n", ev.pid, name, what)
-}
-
-// wait stops every sampler (the context is cancelled) and waits for them.
-func (ts *serveTargets) wait() {
-	for _, cancel := range ts.running {
-		cancel()
-	}
-	ts.wg.Wait()
 }
