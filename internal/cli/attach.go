@@ -245,16 +245,15 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 		showStatus = *opts.Status
 	}
 	start := time.Now()
-	n := 0
 	t := s.Target()
 	fmt.Fprintf(opts.IO.ErrOut, "ctprof: sampling pid %d (%s, %s) every %s; Ctrl-C stops and prints the summary\n",
 		t.PID, report.Terminal(t.Name), t.Kind, opts.Interval)
 	for _, n := range s.Notes() {
 		fmt.Fprintf(opts.IO.ErrOut, "ctprof: %s\n", report.Terminal(n))
 	}
-	reason, runErr := s.Run(ctx, func(snap *snapshot.Snapshot) {
-		agg.Add(snap)
-		n++
+	seen := 0
+	n, runErr := agg.Drain(ctx, s, func(snap *snapshot.Snapshot) {
+		seen++
 		if rec != nil && recErr == nil {
 			// A failed recording (a full disk) does not stop the run: the
 			// summary still comes, and says so.
@@ -263,9 +262,10 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 			}
 		}
 		if showStatus {
-			fmt.Fprintf(opts.IO.ErrOut, "\r\x1b[K%s", statusLine(time.Since(start), n, snap))
+			fmt.Fprintf(opts.IO.ErrOut, "\r\x1b[K%s", statusLine(time.Since(start), seen, snap))
 		}
 	})
+	reason := s.StopReason()
 	if showStatus {
 		fmt.Fprint(opts.IO.ErrOut, "\r\x1b[K")
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -57,6 +58,11 @@ type Info struct {
 	// hsperfdata, so such a JVM is still dumped; its counters and the
 	// pause each dump caused are unknown.
 	NoPerfData string
+
+	// Timeout bounds each request to the JVM: the attach handshake, a
+	// dump, a JFR command (0: DefaultTimeout). A request past it is
+	// abandoned (deadline.go).
+	Timeout time.Duration
 
 	fs procfs.FS
 	// perfName is the hsperfdata file below the JVM's /tmp; empty without
@@ -332,23 +338,4 @@ func catchesQuit(fs procfs.FS, pid int) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// List finds the HotSpot JVMs of this host (those with hsperfdata).
-func List(procRoot string) ([]*Info, error) {
-	entries, err := os.ReadDir(procfs.NewFS(procRoot).Root())
-	if err != nil {
-		return nil, fmt.Errorf("list processes: %w", err)
-	}
-	var out []*Info
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if info, err := Inspect(procRoot, pid); err == nil {
-			out = append(out, info)
-		}
-	}
-	return out, nil
 }

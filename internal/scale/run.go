@@ -66,10 +66,11 @@ type Options struct {
 	ProcRoot string
 }
 
-// Runner is a live profiler of one process (a *sample.Sampler).
+// Runner is a live profiler of one process (a *sample.Sampler): a Source
+// that says why it ended.
 type Runner interface {
-	Run(ctx context.Context, fn func(*snapshot.Snapshot)) (sample.StopReason, error)
-	Close() error
+	snapshot.Source
+	StopReason() sample.StopReason
 }
 
 // Level is one run of the workload.
@@ -270,8 +271,9 @@ func runLevel(ctx context.Context, o Options, n int, note func(string)) (Level, 
 	note(fmt.Sprintf("%s: measuring for %s", where, o.Measure))
 	agg := analysis.New()
 	mctx, cancel := context.WithTimeout(ctx, o.Measure+o.Interval)
-	reason, runErr := s.Run(mctx, agg.Add)
+	_, runErr := agg.Drain(mctx, s, nil)
 	cancel()
+	reason := s.StopReason()
 	if ctx.Err() != nil {
 		return Level{}, "", ctx.Err()
 	}

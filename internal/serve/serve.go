@@ -273,7 +273,8 @@ func (ts *Targets) start(ctx context.Context, pid int, explicit bool) {
 	go func() {
 		defer ts.wg.Done()
 		defer s.Close()
-		reason, err := s.Run(tctx, agg.Add)
+		_, err := agg.Drain(tctx, s, nil)
+		reason := s.StopReason()
 		select {
 		case ts.exited <- targetExit{pid: pid, target: t, reason: reason, err: err}:
 		case <-ctx.Done():
