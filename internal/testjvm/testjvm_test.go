@@ -45,6 +45,8 @@ var scenarioChecks = map[string]scenarioCheck{
 	// Waits for a signal inside work (contention_scenarios_test.go).
 	"GroupCommit": checkGroupCommit,
 	"RowLocks":    checkRowLocks,
+	// Before and after a fix, for ctprof diff (internal/cli/diff_test.go).
+	"CapacityFix": checkCapacityFix,
 }
 
 // scenarioArgs pins arguments whose defaults the checks depend on, so a
@@ -57,6 +59,7 @@ var scenarioArgs = map[string][]string{
 	"VirtualThreads": {"100", "200"},
 	"ClassInitWait":  {"3"},
 	"ScaleWorkload":  {"contended"},
+	"CapacityFix":    {"8"},
 }
 
 // TestScenarios starts every scenario on every JDK it targets and checks
@@ -111,6 +114,21 @@ func checkSyncSingleton(t *testing.T, p *Process) {
 	}
 	if !bytes.Contains(dump, []byte("at SyncSingleton.handle(")) {
 		t.Error("no SyncSingleton.handle frame")
+	}
+}
+
+// checkCapacityFix: unsplit, the workers queue on the one Catalog and
+// never on Stats.
+func checkCapacityFix(t *testing.T, p *Process) {
+	dump := p.WaitForDump(t, dumpTimeout, func(d []byte) bool {
+		return CountLines(d, "- waiting to lock <", "(a CapacityFix$Catalog)") >= 3 &&
+			CountLines(d, "- locked <", "(a CapacityFix$Catalog)") == 1
+	})
+	if n := CountLines(dump, "(a CapacityFix$Stats)"); n != 0 {
+		t.Errorf("unsplit, no thread touches Stats; %d lines name it", n)
+	}
+	if !bytes.Contains(dump, []byte("at CapacityFix$Catalog.lookup(")) || !bytes.Contains(dump, []byte("\"worker-8\" #")) {
+		t.Errorf("missing Catalog.lookup frames or worker-8:\n%s", head(dump, 4096))
 	}
 }
 
