@@ -106,6 +106,8 @@ type Aggregator struct {
 	jvmLast  *snapshot.JVMCounters
 
 	jfr *jfrAgg // JFR waits and GC pauses (jfrwaits.go); nil without a recording
+
+	hung hungAgg // a stopped process, a JVM that does not answer (hung.go)
 }
 
 // New returns an empty Aggregator with default bounds.
@@ -193,6 +195,7 @@ func (a *Aggregator) Add(s *snapshot.Snapshot) {
 		a.addSerialization(tick)
 	}
 	a.addJFR(s)
+	a.addHung(s)
 }
 
 // step advances the clock and returns the time this snapshot stands for:

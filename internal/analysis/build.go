@@ -77,7 +77,7 @@ func (a *Aggregator) summary(full bool) *Summary {
 	s.JFR = a.jfrSummary()
 	if full {
 		s.Timelines = a.timelineSummaries()
-		s.Findings = findings(s)
+		s.Findings = findings(s, a.hungFindings()...)
 	}
 	// docs/json.md calls these arrays: an empty one is [], never absent.
 	if s.Serialization == nil {

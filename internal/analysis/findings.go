@@ -15,6 +15,10 @@ const (
 	FindingWakeupStorm         = "wakeup-storm"
 	FindingCPUSaturation       = "cpu-saturation"
 	FindingStuck               = "stuck-thread"
+	// A target that does not answer (hung.go).
+	FindingStopped        = "process-stopped"
+	FindingSafepointStall = "safepoint-stall"
+	FindingGCPause        = "gc-pause"
 )
 
 // Severities.
@@ -28,8 +32,9 @@ const (
 // ordered by impact. Each kind of finding has a builder of its own; they
 // are appended in a fixed order so that findings of equal impact keep it
 // through the stable sort. out starts empty, not nil: the JSON summary
-// prints "findings": [] when there are none.
-func findings(s *Summary) []Finding {
+// prints "findings": [] when there are none. extra are findings built
+// from what the Summary does not hold (hung.go).
+func findings(s *Summary, extra ...Finding) []Finding {
 	out := []Finding{}
 	out = append(out, deadlockFindings(s)...)
 	resources, covered := resourceFindings(s)
@@ -40,6 +45,7 @@ func findings(s *Summary) []Finding {
 	out = append(out, connectionFindings(s)...)
 	out = append(out, wakeupFindings(s)...)
 	out = append(out, saturationFindings(s)...)
+	out = append(out, extra...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].impact > out[j].impact })
 	return out
 }

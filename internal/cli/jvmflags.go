@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ctprof/ctprof/internal/jvm"
 	"github.com/ctprof/ctprof/internal/sample"
 )
 
@@ -16,6 +17,7 @@ type jvmFlags struct {
 	PauseBudget  float64 // percent
 	DumpMode     string
 	Locks        bool
+	DumpTimeout  time.Duration
 }
 
 func (j *jvmFlags) register(f *pflag.FlagSet) {
@@ -24,6 +26,7 @@ func (j *jvmFlags) register(f *pflag.FlagSet) {
 	f.Float64Var(&j.PauseBudget, "pause-budget", 0.5, "JVMs: largest share of the JVM's time, in percent (above 0, below 100), that ctprof's dumps may stop it for")
 	f.StringVar(&j.DumpMode, "dump-mode", "print", "JVMs: print (Thread.print, joined with OS threads) or file (Thread.dump_to_file, JDK 21+)")
 	f.BoolVar(&j.Locks, "locks", false, "JVMs: include owners of java.util.concurrent locks (-l; scans the heap at the safepoint)")
+	f.DurationVar(&j.DumpTimeout, "dump-timeout", jvm.DefaultTimeout, "JVMs: longest wait for the JVM to answer a request (attach handshake, thread dump, JFR start/read/stop); one it does not answer in time is abandoned, sampling goes on through /proc, and no other is sent until the JVM answers again")
 }
 
 func (j *jvmFlags) validate() error {
@@ -35,6 +38,9 @@ func (j *jvmFlags) validate() error {
 	if !(j.PauseBudget > 0 && j.PauseBudget < 100) {
 		return usageErrorf("--pause-budget is a percentage above 0 and below 100, not %v", j.PauseBudget)
 	}
+	if j.DumpTimeout <= 0 {
+		return usageErrorf("--dump-timeout must be positive, not %s", j.DumpTimeout)
+	}
 	if j.DumpInterval < 0 {
 		return usageErrorf("--dump-interval must not be negative (0: every sample, within --pause-budget), not %s", j.DumpInterval)
 	}
@@ -42,7 +48,7 @@ func (j *jvmFlags) validate() error {
 }
 
 func (j *jvmFlags) options() sample.JVMOptions {
-	return sample.JVMOptions{NoDumps: j.NoDumps, DumpEvery: j.DumpInterval, PauseBudget: j.PauseBudget / 100, DumpToFile: j.DumpMode == "file", Locks: j.Locks}
+	return sample.JVMOptions{NoDumps: j.NoDumps, DumpEvery: j.DumpInterval, PauseBudget: j.PauseBudget / 100, DumpToFile: j.DumpMode == "file", Locks: j.Locks, DumpTimeout: j.DumpTimeout}
 }
 
 // liveJVMFlags are jvmFlags and the Flight Recorder flags (jfrflags.go),

@@ -109,6 +109,9 @@ func (i *Info) ensureListener(ctx context.Context, starting func()) error {
 	if !i.AttachSupported {
 		return ErrAttachDisabled
 	}
+	if err := i.checkRunning(); err != nil {
+		return err // no SIGQUIT to a stopped process: see ErrTargetStopped
+	}
 	ok, err := catchesQuit(i.fs, i.PID)
 	if err != nil {
 		return err
@@ -127,7 +130,13 @@ func (i *Info) ensureListener(ctx context.Context, starting func()) error {
 		}
 		return fmt.Errorf("%w: signal pid %d: %v", ErrAttachFailed, i.PID, err)
 	}
-	deadline := time.Now().Add(listenerTimeout)
+	// The request's own deadline (ctx) may come first: the wait ends
+	// then, and the deferred remove takes the triggers away.
+	wait := listenerTimeout
+	if d, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(d))
+	}
+	deadline := time.Now().Add(wait)
 	delay := 10 * time.Millisecond
 	resent := false
 	for {
@@ -140,12 +149,15 @@ func (i *Info) ensureListener(ctx context.Context, starting func()) error {
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			if errors.Is(lastErr, errUnsafeFile) {
 				return fmt.Errorf("%w: pid %d: %v", ErrAttachFailed, i.PID, lastErr)
 			}
-			return fmt.Errorf("%w: pid %d did not open %s within %s", ErrAttachFailed, i.PID, i.socketShown(), listenerTimeout)
+			return fmt.Errorf("%w: pid %d did not open %s within %s", ErrAttachFailed, i.PID, i.socketShown(), wait.Round(time.Millisecond))
 		}
-		if !resent && left < listenerTimeout/2 {
+		if !resent && left < wait/2 {
 			// As the JDK's client does: a second signal in case the first
 			// arrived before the JVM could handle it.
 			resent = true
@@ -243,6 +255,9 @@ func (i *Info) existingTrigger(dir *targetDir, name string) error {
 // request sends one command and returns its output. The reply is read to
 // EOF with a deadline that moves forward while data arrives.
 func (i *Info) request(ctx context.Context, sent func(), version int, cmd string, args ...string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // not even a connection: the listener would serve it
+	}
 	sock, err := i.openSocket()
 	if err != nil {
 		if errors.Is(err, procfs.ErrProcessGone) || !i.fs.Exists(i.PID) {
@@ -289,8 +304,14 @@ func (i *Info) request(ctx context.Context, sent func(), version int, cmd string
 			field(a)
 		}
 	}
-	conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	conn.SetWriteDeadline(ioDeadline(ctx, 5*time.Second))
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	if _, err := conn.Write(req.Bytes()); err != nil {
+		if expired(ctx) {
+			return nil, context.DeadlineExceeded
+		}
 		return nil, i.ioError("send", err)
 	}
 	if sent != nil {
@@ -318,8 +339,12 @@ func (i *Info) request(ctx context.Context, sent func(), version int, cmd string
 	}()
 	for {
 		// A large dump of a loaded JVM may pause between chunks; 30 s
-		// without a byte means the JVM is not answering.
-		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		// without a byte means the JVM is not answering. The request's
+		// deadline (ctx) comes first.
+		conn.SetReadDeadline(ioDeadline(ctx, 30*time.Second))
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if len(cur) == cap(cur) {
 			full = append(full, cur)
 			// Chunks grow with the reply (few reads, few chunks), up to
@@ -333,8 +358,8 @@ func (i *Info) request(ctx context.Context, sent func(), version int, cmd string
 			break
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+			if expired(ctx) {
+				return nil, context.DeadlineExceeded
 			}
 			return nil, i.ioError("read the reply", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,12 +92,19 @@ func ThreadDump(ctx context.Context, i *Info, o DumpOptions) (*DumpResult, error
 		o.liveThreads = before.Counters().LiveThreads
 	}
 	start := time.Now()
-	res, err := i.attachDump(ctx, o)
+	var res *DumpResult
+	err := i.bounded(ctx, "a thread dump", func(ctx context.Context) (err error) {
+		res, err = i.attachDump(ctx, o)
+		return err
+	})
 	if err != nil && o.AllowJcmd && errors.Is(err, ErrAttachFailed) {
 		reason := err.Error()
 		o.Sent()
 		var jerr error
-		res, jerr = jcmdDump(ctx, i, o)
+		jerr = i.bounded(ctx, "jcmd Thread.print", func(ctx context.Context) (err error) {
+			res, err = jcmdDump(ctx, i, o)
+			return err
+		})
 		if jerr != nil {
 			return nil, fmt.Errorf("%v; the jcmd fallback failed too: %w", err, jerr)
 		}
@@ -124,6 +132,9 @@ func ThreadDump(ctx context.Context, i *Info, o DumpOptions) (*DumpResult, error
 }
 
 func (i *Info) attachDump(ctx context.Context, o DumpOptions) (*DumpResult, error) {
+	if err := i.checkRunning(); err != nil {
+		return nil, err
+	}
 	if err := i.ensureListener(ctx, o.Sent); err != nil {
 		return nil, err
 	}
@@ -208,14 +219,24 @@ func nonce() (string, error) {
 
 // Jcmd runs a diagnostic command (as `jcmd <pid> <command>` would) over the
 // attach protocol and returns its output.
-func Jcmd(ctx context.Context, i *Info, command string) ([]byte, error) {
-	if err := i.ensureListener(ctx, nil); err != nil {
-		return nil, err
-	}
-	v := i.protocolVersion(ctx)
-	cmd := "jcmd"
-	if v == 2 && i.streaming {
-		cmd += " streaming=0"
-	}
-	return i.request(ctx, nil, v, cmd, command)
+// The request has the JVM's deadline (Info.Timeout), and a stopped
+// process is sent nothing (ErrTargetStopped).
+func Jcmd(ctx context.Context, i *Info, command string) (out []byte, err error) {
+	name, _, _ := strings.Cut(command, " ")
+	err = i.bounded(ctx, name, func(ctx context.Context) error {
+		if err := i.checkRunning(); err != nil {
+			return err
+		}
+		if err := i.ensureListener(ctx, nil); err != nil {
+			return err
+		}
+		v := i.protocolVersion(ctx)
+		cmd := "jcmd"
+		if v == 2 && i.streaming {
+			cmd += " streaming=0"
+		}
+		out, err = i.request(ctx, nil, v, cmd, command)
+		return err
+	})
+	return out, err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // An EarlyDump is a thread dump asked for while ctprof is still starting.
@@ -27,6 +28,8 @@ type EarlyDump struct {
 	sent, done chan struct{}
 	res        *DumpResult
 	err        error
+	// started is when the request began.
+	started time.Time
 }
 
 // early holds the dump StartEarlyDump started until the sampler takes it.
@@ -35,7 +38,7 @@ var early atomic.Pointer[EarlyDump]
 // StartEarlyDump starts a thread dump of pid in the background (the
 // /proc mounted at procRoot), for TakeEarlyDump.
 func StartEarlyDump(procRoot string, pid int) {
-	d := &EarlyDump{PID: pid, sent: make(chan struct{}), done: make(chan struct{})}
+	d := &EarlyDump{PID: pid, sent: make(chan struct{}), done: make(chan struct{}), started: time.Now()}
 	early.Store(d)
 	go d.run(procRoot)
 }
@@ -87,3 +90,20 @@ func (d *EarlyDump) Result(ctx context.Context) *DumpResult {
 	}
 	return d.res
 }
+
+// Err is why the early dump did not come back, once it has ended (nil
+// while it runs, or when it came back); Started is when it began. A
+// request the JVM did not answer in time (ErrTimeout), or one not sent to
+// a stopped process (ErrTargetStopped), is not asked again by the same
+// tick: the answer would be the same.
+func (d *EarlyDump) Err() error {
+	select {
+	case <-d.done:
+		return d.err
+	default:
+		return nil
+	}
+}
+
+// Started is when the early dump began.
+func (d *EarlyDump) Started() time.Time { return d.started }

@@ -143,7 +143,13 @@ func StartRecording(ctx context.Context, i *Info, o RecordingOptions) (*Recordin
 	if i.Version > 0 && i.Version < 11 {
 		return nil, fmt.Errorf("pid %d runs JDK %d: ctprof records with JFR on JDK 11 and later", i.PID, i.Version)
 	}
-	if err := i.ensureListener(ctx, nil); err != nil {
+	err := i.bounded(ctx, "the attach handshake", func(ctx context.Context) error {
+		if err := i.checkRunning(); err != nil {
+			return err
+		}
+		return i.ensureListener(ctx, nil)
+	})
+	if err != nil {
 		return nil, err
 	}
 	r := &Recording{info: i, opts: o}
@@ -285,7 +291,17 @@ func (r *Recording) renewDue(margin time.Duration) bool {
 // returns everything since the start), as a JFR stream. margin is the
 // time to the next Read: a recording that would end before it is renewed
 // first. It returns nil and no error when there is nothing new.
-func (r *Recording) Read(ctx context.Context, margin time.Duration) ([]byte, error) {
+func (r *Recording) Read(ctx context.Context, margin time.Duration) (b []byte, err error) {
+	// One deadline for the read and the renewal it may take: a JVM that
+	// does not answer costs the run one timeout, not one per command.
+	err = r.info.bounded(ctx, "a JFR read", func(ctx context.Context) (err error) {
+		b, err = r.read(ctx, margin)
+		return err
+	})
+	return b, err
+}
+
+func (r *Recording) read(ctx context.Context, margin time.Duration) ([]byte, error) {
 	if r.stopped {
 		return nil, errors.New("the JFR recording was stopped")
 	}

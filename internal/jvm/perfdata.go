@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -129,6 +130,39 @@ type Counters struct {
 	// Sync holds the sun.rt._sync_* monitor counters (JDK 8 to 21) by name
 	// without the prefix.
 	Sync map[string]int64
+	// GCRunning is how long a collection that has not ended has run
+	// (gcRunning); zero when none runs.
+	GCRunning time.Duration
+}
+
+// gcRunning reads how long the collection in progress has run. HotSpot
+// sets a collector's sun.gc.collector.<n>.lastEntryTime when a
+// collection begins and lastExitTime when it ends (TraceCollectorStats,
+// in high-resolution ticks), and its StatSampler refreshes
+// sun.os.hrt.ticks every 50 ms from the WatcherThread, which a safepoint
+// does not stop: an entry after the exit is a collection still running,
+// for hrt.ticks minus the entry. (The safepoint counters tell nothing
+// while a safepoint is being reached: sun.rt.safepoints and the times
+// grow only once it ends.)
+func (p *PerfData) gcRunning() time.Duration {
+	freq := p.longs["sun.os.hrt.frequency"]
+	now, ok := p.longs["sun.os.hrt.ticks"]
+	if freq <= 0 || !ok {
+		return 0
+	}
+	var longest int64
+	for n := 0; n < 8; n++ {
+		prefix := "sun.gc.collector." + strconv.Itoa(n) + "."
+		entry, ok1 := p.longs[prefix+"lastEntryTime"]
+		exit, ok2 := p.longs[prefix+"lastExitTime"]
+		if !ok1 || !ok2 {
+			continue
+		}
+		if entry > exit && now > entry {
+			longest = max(longest, now-entry)
+		}
+	}
+	return time.Duration(float64(longest) / float64(freq) * float64(time.Second))
 }
 
 // Counters extracts the counters ctprof uses.
@@ -141,6 +175,7 @@ func (p *PerfData) Counters() Counters {
 		Safepoints:        p.longs["sun.rt.safepoints"],
 		SafepointTime:     p.ticks("sun.rt.safepointTime"),
 		SafepointSyncTime: p.ticks("sun.rt.safepointSyncTime"),
+		GCRunning:         p.gcRunning(),
 	}
 	for name := range p.longs {
 		switch {

@@ -103,6 +103,9 @@ func (s *Sampler) takeJFR(ctx context.Context, snap *snapshot.Snapshot) {
 	if snap.Time.Add(s.opts.Interval/2).Before(st.next) && !(st.rec != nil && s.lastTick(snap)) {
 		return
 	}
+	if !s.mayAsk(snap) {
+		return // a stopped process, or a JVM that has not answered yet (hung.go)
+	}
 	every := o.ReadEvery
 	if every <= 0 {
 		every = DefaultJFRReadEvery
@@ -121,6 +124,9 @@ func (s *Sampler) takeJFR(ctx context.Context, snap *snapshot.Snapshot) {
 		case err == nil:
 			st.rec = rec
 		case errors.Is(err, procfs.ErrProcessGone) || ctx.Err() != nil:
+		case timedOut(err):
+			s.unanswered(snap, "JFR start", s.opts.JVM.DumpTimeout)
+			snap.Errors = append(snap.Errors, "JFR recording not started: "+err.Error())
 		case errors.Is(err, jvm.ErrAttachFailed):
 			// Perhaps a slow JVM: try again at the next read.
 			snap.Errors = append(snap.Errors, "JFR recording not started: "+err.Error())
@@ -131,6 +137,9 @@ func (s *Sampler) takeJFR(ctx context.Context, snap *snapshot.Snapshot) {
 		return
 	}
 	b, err := s.readJFR(ctx, st.rec, every, snap)
+	if timedOut(err) {
+		s.unanswered(snap, "JFR read", s.opts.JVM.DumpTimeout)
+	}
 	if err != nil {
 		if !errors.Is(err, procfs.ErrProcessGone) && ctx.Err() == nil {
 			snap.Errors = append(snap.Errors, "JFR read failed: "+err.Error())
@@ -214,8 +223,8 @@ func (s *Sampler) addJFR(snap *snapshot.Snapshot, b []byte, threshold time.Durat
 // cancelled by then, so the read gets its own, bounded.
 func (s *Sampler) flushJFR(fn func(*snapshot.Snapshot)) {
 	rec := s.jfr.rec
-	if rec == nil {
-		return
+	if rec == nil || !s.answering() {
+		return // a JVM that does not answer would hold Ctrl-C for its timeout
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -248,6 +257,14 @@ func (s *Sampler) stopJFR() error {
 	s.jfr.rec = nil
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if !s.answering() {
+		// Ask nothing of a JVM that does not answer: the recording ends
+		// by itself (its duration), and Stop still removes ctprof's
+		// directory.
+		cancel()
+		_ = rec.Stop(ctx)
+		return nil
+	}
 	return rec.Stop(ctx)
 }
 

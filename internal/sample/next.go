@@ -87,7 +87,9 @@ func (s *Sampler) Next(ctx context.Context) (*snapshot.Snapshot, error) {
 	// procfs.ThreadReader.Final).
 	s.threads.Final = s.opts.Count > 0 && r.taken+1 >= s.opts.Count ||
 		!r.deadline.IsZero() && r.next.Add(s.opts.Interval).After(r.deadline)
-	snap, err := s.Take(ctx)
+	tctx, cancel := s.takeContext(ctx)
+	snap, err := s.Take(tctx)
+	cancel()
 	if err != nil {
 		if errors.Is(err, procfs.ErrProcessGone) {
 			return s.stop(StopTargetGone, nil)

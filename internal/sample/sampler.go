@@ -48,6 +48,10 @@ type JVMOptions struct {
 	Locks bool
 	// JFR records the JVM's lock waits with Flight Recorder (jfrlive.go).
 	JFR JFRLiveOptions
+	// DumpTimeout bounds each request to the JVM: the attach handshake, a
+	// dump, a JFR start, read or stop (0: jvm.DefaultTimeout). A request
+	// past it is abandoned and the run goes on with /proc (hung.go).
+	DumpTimeout time.Duration
 }
 
 // DefaultPauseBudget keeps the dumps' pause under 0.5 % of the target's
@@ -125,6 +129,9 @@ type Sampler struct {
 	dumpsOff bool
 	// run is where the series of samples stands (next.go).
 	run runState
+	// hang is what the sampler knows of a target that does not answer
+	// (hung.go).
+	hang hangState
 }
 
 // NewSampler checks the target and opens what the sweep keeps open. It
@@ -165,6 +172,9 @@ func NewSampler(opts Options) (*Sampler, error) {
 	if opts.JVM.PauseBudget <= 0 {
 		opts.JVM.PauseBudget = DefaultPauseBudget
 	}
+	if opts.JVM.DumpTimeout <= 0 {
+		opts.JVM.DumpTimeout = jvm.DefaultTimeout
+	}
 	// A one-shot has no rates: its sweep reads what one sample can use.
 	tr.OneSample = opts.Count == 1
 	s := &Sampler{
@@ -187,6 +197,7 @@ func NewSampler(opts Options) (*Sampler, error) {
 		switch {
 		case err == nil:
 			s.jvm = info
+			info.Timeout = opts.JVM.DumpTimeout
 			if info.MainClass != "" {
 				s.target.Name = info.MainClass
 			}
@@ -284,6 +295,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 		buf = make([]snapshot.OSThread, 0, s.lastN+16)
 	}
 	threads, err := s.threads.Read(buf)
+	sweptAt := time.Now()
 	// The connections and the host's counters do not depend on the dump:
 	// read while it is under way.
 	var connErr error
@@ -336,6 +348,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	}
 	s.lastN = len(threads)
 	snap.Threads = threads
+	s.noteHang(snap, threads, sweptAt)
 	snap.Futexes = procfs.GroupFutexWaits(threads, s.sym)
 	if s.target.Kind == snapshot.KindJVM {
 		snap.Futexes = s.jvmProgramFutexes(snap.Futexes, threads, func() bool { return s.safepointDuringTick(snap) })
@@ -379,6 +392,14 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *snapshot.Snapshot, sent fun
 		if ctx.Err() != nil {
 			return nil // stopped (Ctrl-C) while the JVM did not answer
 		}
+		if err := e.Err(); timedOut(err) || errors.Is(err, jvm.ErrTargetStopped) {
+			// Asking again would meet the same JVM.
+			if pd, err := s.jvm.ReadPerfData(); err == nil {
+				s.setCounters(snap, pd.Counters())
+			}
+			s.waitedEarly(snap, e)
+			return s.useDump(ctx, snap, nil, err, true)
+		}
 		// It did not come back: the tick asks for its own.
 	}
 	if pd, err := s.jvm.ReadPerfData(); err == nil {
@@ -387,14 +408,18 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *snapshot.Snapshot, sent fun
 		return fmt.Errorf("pid %d: %w", s.opts.PID, procfs.ErrProcessGone)
 	}
 	o := s.opts.JVM
-	if !s.dumpDue(snap.Time) || !s.jvm.DumpPossible() {
+	if !s.dumpDue(snap.Time) || !s.mayAsk(snap) || !s.jvm.DumpPossible() {
 		return nil
 	}
 	mode := jvm.ModeThreadPrint
 	if o.DumpToFile {
 		mode = jvm.ModeDumpToFile
 	}
+	asked := time.Now()
 	res, err := jvm.ThreadDump(ctx, s.jvm, jvm.DumpOptions{Mode: mode, Locks: o.Locks, AllowJcmd: true, Sent: sent})
+	if timedOut(err) {
+		s.unanswered(snap, "thread dump", time.Since(asked))
+	}
 	return s.useDump(ctx, snap, res, err, false)
 }
 
@@ -415,6 +440,9 @@ func (s *Sampler) useDump(ctx context.Context, snap *snapshot.Snapshot, res *jvm
 	switch {
 	case errors.Is(err, procfs.ErrProcessGone):
 		return err
+	case errors.Is(err, jvm.ErrTargetStopped):
+		// Said by the snapshot's Stopped, and the analysis's finding.
+		return nil
 	case errors.Is(err, jvm.ErrAttachDisabled), errors.Is(err, jvm.ErrNoQuitHandler):
 		s.dumpsOff = true
 		snap.Errors = append(snap.Errors, "no thread dumps: "+err.Error())
@@ -427,6 +455,7 @@ func (s *Sampler) useDump(ctx context.Context, snap *snapshot.Snapshot, res *jvm
 		s.nextDump = snap.Time.Add(max(o.DumpEvery, 5*s.opts.Interval))
 		return nil
 	}
+	s.answered()
 	d, err := threaddump.ParseOwnedBytes(res.Text) // res.Text is ours and never changes: kept read-only as snap.DumpText
 	if err == nil {
 		d = s.settleNames(d, res.Text, snap)

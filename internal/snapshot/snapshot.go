@@ -91,6 +91,12 @@ type Snapshot struct {
 	// (a failed dump request, an unreadable file), for the summary and the
 	// error counter.
 	Errors []string
+
+	// Stopped is set when every thread of the process was stopped at this
+	// tick (hung.go); NoAnswer when the JVM has not answered a request
+	// within its deadline. Neither is kept in recordings.
+	Stopped  *Stopped
+	NoAnswer *NoAnswer
 }
 
 // DumpCost is what one thread dump cost.
