@@ -30,6 +30,11 @@ func (d *Dumps) Name() string { return d.name }
 // stand.
 func (d *Dumps) Next(context.Context) (*snapshot.Snapshot, error) {
 	dump, err := d.r.Next()
+	for err == threaddump.ErrInputIdle {
+		// Only a followed input says so; it ends the wait with io.EOF
+		// once its context ends.
+		dump, err = d.r.Next()
+	}
 	switch {
 	case err == io.EOF:
 		return nil, io.EOF

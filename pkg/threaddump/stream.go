@@ -54,6 +54,20 @@ var (
 	ErrBinary = errors.New("not a thread dump (binary data)")
 	// ErrDumpTooLarge means one dump's text exceeds MaxDumpBytes.
 	ErrDumpTooLarge = errors.New("thread dump too large")
+	// ErrInputIdle is what the io.Reader under a Reader returns, with no
+	// data, to say that it has given everything written so far to a live
+	// input (a followed log, a pipe) and that a while (about a second)
+	// has passed since it last said so. It must wait between two of them.
+	//
+	// A HotSpot dump ends at the next dump, at the end of the input or
+	// after 1 MB of other text, because a deadlock report may follow its
+	// trailer; a live log may give none of these for hours. HotSpot prints
+	// that report right after the trailer, so a dump whose trailer came
+	// before the previous ErrInputIdle is complete: Next returns it. With
+	// no such dump, Next returns ErrInputIdle itself, and nothing is lost:
+	// a line cut in the middle is kept, and the next call goes on reading.
+	// Gzip and the whole-document formats (JSON, javacore) wait through it.
+	ErrInputIdle = errors.New("no more input for now")
 )
 
 // Splitter states for HotSpot text.
@@ -90,6 +104,17 @@ type Reader struct {
 
 	warnings     []string
 	moreWarnings int
+
+	// partial is true when scratch holds the start of a line not yet
+	// complete (longer than the buffer, or cut by ErrInputIdle), and
+	// tooLong when that line is past MaxLineBytes and being skipped.
+	partial, tooLong bool
+	// idles counts the ErrInputIdle seen; tailIdles is the count when the
+	// current dump's trailer (or deadlock report) ended.
+	idles, tailIdles int
+	// headIdle is an ErrInputIdle that came while the head was read: it
+	// counts once the lines that came before it are read.
+	headIdle bool
 
 	// Chunk being assembled: buf holds lines bufLine.. of the input.
 	buf     []byte
@@ -142,7 +167,12 @@ func (r *Reader) Next() (*Dump, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		r.err = r.fill()
+		err := r.fill()
+		if err == ErrInputIdle {
+			// Not an end: the input may grow.
+			return nil, err
+		}
+		r.err = err
 	}
 	d := r.pending[0]
 	r.pending[0] = nil
@@ -155,17 +185,27 @@ func (r *Reader) Next() (*Dump, error) {
 // returns the error that ends the stream (io.EOF at a clean end).
 func (r *Reader) fill() error {
 	if !r.started {
-		r.started = true
 		if err := r.start(); err != nil {
+			if err != ErrInputIdle {
+				r.started = true
+			}
 			return err
 		}
+		r.started = true
 		if r.mode == modeWhole {
 			return r.readWhole()
 		}
 	}
 	for len(r.pending) == 0 {
+		if r.headIdle && !r.lineBuffered() {
+			r.headIdle = false
+			return r.idle()
+		}
 		ln, err := r.readLine()
 		if err != nil {
+			if err == ErrInputIdle {
+				return r.idle()
+			}
 			if err != io.EOF {
 				return err
 			}
@@ -181,6 +221,44 @@ func (r *Reader) fill() error {
 		}
 	}
 	return nil
+}
+
+// idle completes a HotSpot dump whose trailer came before the previous
+// ErrInputIdle (see there); it returns ErrInputIdle when none is pending.
+func (r *Reader) idle() error {
+	r.idles++
+	if r.mode == modeHotSpot && r.state == stTail && r.idles-r.tailIdles >= 2 {
+		r.state = stOutside
+		if err := r.cutAt(r.runStart, len(r.buf)); err != nil {
+			return err
+		}
+	}
+	if len(r.pending) == 0 {
+		return ErrInputIdle
+	}
+	return nil
+}
+
+// lineBuffered reports whether a whole line is buffered.
+func (r *Reader) lineBuffered() bool {
+	b, _ := r.in.Peek(r.in.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
+}
+
+// idleWait reads through ErrInputIdle, for readers that cannot stop in the
+// middle: gzip (its errors are sticky) and the whole-document formats.
+type idleWait struct{ r io.Reader }
+
+func (w idleWait) Read(p []byte) (int, error) {
+	for {
+		n, err := w.r.Read(p)
+		if n > 0 || !errors.Is(err, ErrInputIdle) {
+			if errors.Is(err, ErrInputIdle) {
+				err = nil
+			}
+			return n, err
+		}
+	}
 }
 
 // finish parses what is left and says how the stream ended.
@@ -220,16 +298,21 @@ func (g gzipSource) Read(p []byte) (int, error) {
 // start undoes compression and encodings and picks the reading mode from
 // the head of the input.
 func (r *Reader) start() error {
-	r.in = bufio.NewReaderSize(r.src, headSize)
+	if r.in == nil { // a start that met ErrInputIdle is tried again
+		r.in = bufio.NewReaderSize(r.src, headSize)
+	}
 	for range 3 { // gzip inside gzip happens (a .gz of a .gz log)
 		magic, err := r.in.Peek(2)
+		if errors.Is(err, ErrInputIdle) {
+			return ErrInputIdle
+		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("read thread dump: %w", err)
 		}
 		if len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
 			break
 		}
-		zr, err := gzip.NewReader(r.in)
+		zr, err := gzip.NewReader(idleWait{r.in})
 		if err != nil {
 			return fmt.Errorf("read gzip thread dump: %w", err)
 		}
@@ -274,7 +357,21 @@ func (r *Reader) start() error {
 // peekHead returns up to headSize bytes of the decoded input without
 // consuming them.
 func (r *Reader) peekHead() ([]byte, error) {
+	if r.headIdle {
+		// The input said it had no more: what came is the head.
+		head, _ := r.in.Peek(r.in.Buffered())
+		return head, nil
+	}
 	head, err := r.in.Peek(headSize)
+	if errors.Is(err, ErrInputIdle) {
+		// A live input need not fill the head: choose from what came, as
+		// at the end of a short file, but from something.
+		if len(head) == 0 {
+			return nil, ErrInputIdle
+		}
+		r.headIdle = true
+		return head, nil
+	}
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return nil, fmt.Errorf("read thread dump: %w", err)
 	}
@@ -284,7 +381,7 @@ func (r *Reader) peekHead() ([]byte, error) {
 // readWhole reads a one-document format (JSON, javacore) whole, up to
 // MaxDumpBytes, and parses it.
 func (r *Reader) readWhole() error {
-	b, err := io.ReadAll(io.LimitReader(r.in, MaxDumpBytes+1))
+	b, err := io.ReadAll(io.LimitReader(idleWait{r.in}, MaxDumpBytes+1))
 	if err != nil {
 		return fmt.Errorf("read thread dump: %w", err)
 	}
@@ -308,49 +405,67 @@ func (r *Reader) readWhole() error {
 
 // readLine returns the next line without its newline; it is valid until the
 // next call. A line longer than MaxLineBytes comes back empty, with a
-// warning, so that line numbers stay those of the input.
+// warning, so that line numbers stay those of the input. ErrInputIdle in
+// the middle of a line keeps what came of it for the next call.
 func (r *Reader) readLine() ([]byte, error) {
 	frag, err := r.in.ReadSlice('\n')
-	if err == nil {
-		r.line++
-		ln := frag[:len(frag)-1]
-		return ln, r.countNULs(ln)
-	}
-	if err != bufio.ErrBufferFull {
-		if len(frag) == 0 {
-			if err != io.EOF {
-				return nil, fmt.Errorf("read thread dump after line %d: %w", r.line, err)
-			}
-			return nil, io.EOF
+	if !r.partial {
+		if err == nil {
+			r.line++
+			ln := frag[:len(frag)-1]
+			return ln, r.countNULs(ln)
 		}
-		// The last line has no newline; the next call sees the end.
-		r.line++
-		return frag, r.countNULs(frag)
-	}
-	r.scratch = append(r.scratch[:0], frag...)
-	tooLong := false
-	for err == bufio.ErrBufferFull {
+		if err != bufio.ErrBufferFull {
+			if errors.Is(err, ErrInputIdle) {
+				if len(frag) > 0 {
+					r.scratch = append(r.scratch[:0], frag...)
+					r.partial, r.tooLong = true, false
+				}
+				return nil, ErrInputIdle
+			}
+			if len(frag) == 0 {
+				if err != io.EOF {
+					return nil, fmt.Errorf("read thread dump after line %d: %w", r.line, err)
+				}
+				return nil, io.EOF
+			}
+			// The last line has no newline; the next call sees the end.
+			r.line++
+			return frag, r.countNULs(frag)
+		}
+		r.scratch = append(r.scratch[:0], frag...)
+		r.partial, r.tooLong = true, false
 		frag, err = r.in.ReadSlice('\n')
-		if !tooLong && len(r.scratch)+len(frag) > MaxLineBytes {
-			tooLong = true
+	}
+	for {
+		if !r.tooLong && len(r.scratch)+len(frag) > MaxLineBytes {
+			r.tooLong = true
 			if e := r.countNULs(r.scratch); e != nil {
 				return nil, e
 			}
 			r.scratch = r.scratch[:0]
 		}
-		if tooLong {
+		if r.tooLong {
 			if e := r.countNULs(frag); e != nil {
 				return nil, e
 			}
 		} else {
 			r.scratch = append(r.scratch, frag...)
 		}
+		if err != bufio.ErrBufferFull {
+			break
+		}
+		frag, err = r.in.ReadSlice('\n')
 	}
+	if errors.Is(err, ErrInputIdle) {
+		return nil, ErrInputIdle
+	}
+	r.partial = false
 	r.line++
 	if err != nil && err != io.EOF {
 		return nil, fmt.Errorf("read thread dump at line %d: %w", r.line, err)
 	}
-	if tooLong {
+	if r.tooLong {
 		r.warn(fmt.Sprintf("line %d is longer than %d KiB: skipped", r.line, MaxLineBytes>>10))
 		return r.scratch[:0], nil
 	}
@@ -511,6 +626,7 @@ func (r *Reader) hotspotLine(ln []byte) error {
 		}
 		if bytes.HasPrefix(t, []byte("JNI global ref")) {
 			r.state = stTail
+			r.tailIdles = r.idles
 			r.runStart, r.runBytes = len(r.buf), 0
 			return nil
 		}
@@ -558,6 +674,7 @@ func (r *Reader) hotspotLine(ln []byte) error {
 		}
 		if bytes.HasPrefix(t, []byte("Found ")) && bytes.Contains(t, []byte("deadlock")) && !bytes.HasPrefix(t, []byte("Found one Java-level deadlock:")) {
 			r.state = stTail
+			r.tailIdles = r.idles
 			r.runStart, r.runBytes = len(r.buf), 0
 		}
 		return nil
