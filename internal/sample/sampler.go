@@ -89,6 +89,7 @@ type Sampler struct {
 	opts    Options
 	fs      procfs.FS
 	threads *procfs.ThreadReader
+	host    *procfs.HostReader
 	sym     *procfs.Symbolizer
 	target  snapshot.Target
 	// fdDenied remembers that fd/ is unreadable, so connections are not
@@ -177,10 +178,13 @@ func NewSampler(opts Options) (*Sampler, error) {
 	}
 	// A one-shot has no rates: its sweep reads what one sample can use.
 	tr.OneSample = opts.Count == 1
+	hr := fs.NewHostReader(opts.PID)
+	hr.OneSample = opts.Count == 1
 	s := &Sampler{
 		opts:    opts,
 		fs:      fs,
 		threads: tr,
+		host:    hr,
 		sym:     fs.NewSymbolizer(opts.PID),
 		target:  snapshot.Target{PID: opts.PID, Name: p.Name, Kind: snapshot.KindNative, CPUs: p.CPUs},
 
@@ -310,7 +314,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 			connErr = err
 		}
 	}
-	if h, err := s.fs.Host(); err == nil {
+	if h, err := s.host.Read(); err == nil {
 		snap.Host = h
 	}
 	if dumped != nil {
