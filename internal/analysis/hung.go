@@ -160,9 +160,7 @@ func (a *Aggregator) noAnswerFinding() (Finding, bool) {
 	for _, r := range v.Running {
 		switch {
 		case !r.Internal:
-			if r.CPU < 0 || r.CPU >= 0.2 {
-				java = append(java, r)
-			}
+			java = append(java, r)
 		case r.GC:
 			gc = append(gc, r)
 		}
@@ -218,11 +216,6 @@ func (a *Aggregator) noAnswerFinding() (Finding, bool) {
 		rest := "every other Java thread waits"
 		if others <= 0 {
 			rest = "no other Java thread runs"
-		}
-		for _, r := range v.Running {
-			if !r.Internal && r.CPU >= 0 && r.CPU < 0.2 {
-				rest = "the other Java threads wait or barely run"
-			}
 		}
 		ev = append(ev, "running: "+a.runningList(v, java))
 		if others > 0 {

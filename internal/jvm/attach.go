@@ -138,7 +138,13 @@ func (i *Info) ensureListener(ctx context.Context, starting func()) error {
 	}
 	deadline := time.Now().Add(wait)
 	delay := 10 * time.Millisecond
-	resent := false
+	// One signal only. The JDK's client sends a second in case the first
+	// came before the JVM could handle it; ctprof signals only a JVM whose
+	// handler is installed (SigCgt), and HotSpot counts pending signals, so
+	// the first is handled once the signal dispatcher runs. A JVM that
+	// cannot reach a safepoint (or is stopped) runs it only later: by then
+	// the trigger is gone, and each signal prints a thread dump into the
+	// JVM's output, as kill -3 does.
 	for {
 		lastErr := i.listenerRunning()
 		if lastErr == nil {
@@ -149,19 +155,13 @@ func (i *Info) ensureListener(ctx context.Context, starting func()) error {
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			if ctx.Err() != nil {
-				return ctx.Err()
+			if expired(ctx) {
+				return context.DeadlineExceeded
 			}
 			if errors.Is(lastErr, errUnsafeFile) {
 				return fmt.Errorf("%w: pid %d: %v", ErrAttachFailed, i.PID, lastErr)
 			}
 			return fmt.Errorf("%w: pid %d did not open %s within %s", ErrAttachFailed, i.PID, i.socketShown(), wait.Round(time.Millisecond))
-		}
-		if !resent && left < wait/2 {
-			// As the JDK's client does: a second signal in case the first
-			// arrived before the JVM could handle it.
-			resent = true
-			_ = unix.Kill(i.PID, unix.SIGQUIT)
 		}
 		select {
 		case <-ctx.Done():

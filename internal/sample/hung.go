@@ -150,6 +150,9 @@ func (s *Sampler) noteHang(snap *snapshot.Snapshot, threads []snapshot.OSThread,
 			// the sweep, just after the request went out, until now.
 			if fresh, err := s.fs.ThreadRunTime(s.opts.PID, t.TID); err == nil {
 				rt.CPU, rt.Window = cpuShare(threadCPU(t), pick(t, fresh), now.Sub(sweptAt))
+				if fresh.State != 'R' && rt.CPU < 0.2 {
+					continue // it ran a moment at the sweep, not all along
+				}
 			}
 		case prev != nil:
 			if c, ok := prev[t.TID]; ok {

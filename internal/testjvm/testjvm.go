@@ -145,6 +145,9 @@ var scenarioFlags = map[string][]string{
 	"ManyThreads": {"-Xss256k"},
 	// Two virtual threads are pinned forever; keep carriers for the rest.
 	"VirtualThreads": {"-Djdk.virtualThreadScheduler.parallelism=4"},
+	// Counted loops without safepoint polls (the serial collector's
+	// default, said here so that it holds whatever the defaults become).
+	"SafepointStall": {"-XX:-UseCountedLoopSafepoints"},
 }
 
 // readyTimeouts overrides the default wait for READY for slow scenarios.

@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/testjvm"
+)
+
+// hungRun runs the ctprof binary with args, killing it (by its pid) if it
+// outlives limit, and returns its exit code, stdout, stderr and how long
+// it ran.
+func hungRun(t *testing.T, limit time.Duration, args ...string) (int, string, string, time.Duration) {
+	t.Helper()
+	bin, err := buildCtprof()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
+	werr := cmd.Run()
+	took := time.Since(start)
+	require.NoError(t, ctx.Err(), "ctprof %s ran past %s; stderr: %s", strings.Join(args, " "), limit, errOut.String())
+	code := 0
+	if ee, ok := werr.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, werr)
+	}
+	t.Logf("ctprof %s: exit %d in %s", strings.Join(args, " "), code, took.Round(time.Millisecond))
+	return code, out.String(), errOut.String(), took
+}
+
+// findingOf returns the JSON summary's first finding of kind, or nil.
+func findingOf(doc map[string]any, kind string) map[string]any {
+	for _, f := range doc["findings"].([]any) {
+		if f := f.(map[string]any); f["kind"] == kind {
+			return f
+		}
+	}
+	return nil
+}
+
+// allStopped reads the JVM's threads from /proc, as the test's own truth.
+func allStopped(pid int) bool {
+	ts := testjvm.ThreadStates(pid)
+	for _, th := range ts {
+		if th.State != 'T' && th.State != 't' {
+			return false
+		}
+	}
+	return len(ts) > 0
+}
+
+// waitState polls /proc until the JVM's threads are all stopped (want)
+// or none is.
+func waitState(t *testing.T, pid int, want bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ts := testjvm.ThreadStates(pid)
+		stopped := 0
+		for _, th := range ts {
+			if th.State == 'T' || th.State == 't' {
+				stopped++
+			}
+		}
+		if want && stopped == len(ts) && stopped > 0 || !want && stopped == 0 {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "threads of pid %d: %v", pid, ts)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// attachTriggers lists the .attach_pid files in the JVM's working
+// directory and /tmp: after ctprof, none may be left.
+func attachTriggers(pid int) []string {
+	var out []string
+	for _, dir := range []string{filepath.Join("/proc", strconv.Itoa(pid), "cwd"), filepath.Join("/proc", strconv.Itoa(pid), "root", "tmp")} {
+		m, _ := filepath.Glob(filepath.Join(dir, ".attach_pid*"))
+		out = append(out, m...)
+	}
+	return out
+}
+
+// A JVM stopped with SIGSTOP: a one-shot answers at once with the stopped
+// finding, --duration is kept, ctprof sends the JVM nothing (no trigger
+// file, no SIGQUIT that would print a dump when it resumes), and once the
+// JVM is continued a dump works, whether its attach listener ran before
+// the stop or not.
+func TestAttachStoppedJVM(t *testing.T) {
+	for _, jdk := range testjvm.All(t) {
+		t.Run(jdk.Name, func(t *testing.T) {
+			p := testjvm.Start(t, jdk, "SyncSingleton", "4")
+			pid := strconv.Itoa(p.PID)
+			// Continue it whatever happens, so the cleanup's kill and
+			// reap are not held (SIGKILL ends a stopped process too).
+			t.Cleanup(func() { _ = syscall.Kill(p.PID, syscall.SIGCONT) })
+			for round, listener := range []string{"no attach listener yet", "attach listener running"} {
+				require.NoError(t, syscall.Kill(p.PID, syscall.SIGSTOP))
+				waitState(t, p.PID, true)
+
+				code, out, errOut, took := hungRun(t, 20*time.Second, "attach", pid, "--count", "1", "--format", "json")
+				require.Equal(t, 0, code, errOut)
+				assert.Less(t, took, 10*time.Second, "%s: a one-shot of a stopped JVM answers within 10 s", listener)
+				var doc map[string]any
+				require.NoError(t, json.Unmarshal([]byte(out), &doc))
+				f := findingOf(doc, "process-stopped")
+				require.NotNil(t, f, "%s: findings %v", listener, doc["findings"])
+				assert.Contains(t, f["summary"], "The process is stopped (SIGSTOP or a debugger: no tracer")
+				assert.Equal(t, "critical", f["severity"])
+				assert.Equal(t, float64(0), doc["dumps"])
+				// The finding is true of /proc as the test reads it.
+				assert.True(t, allStopped(p.PID), "every thread of the JVM is stopped")
+
+				if round == 0 {
+					_, _, _, took = hungRun(t, 20*time.Second, "attach", pid, "--duration", "5s", "--format", "json")
+					assert.Less(t, took, 7*time.Second, "--duration 5s of a stopped JVM ends within 7 s")
+				}
+				assert.Empty(t, attachTriggers(p.PID), "no trigger file left")
+
+				require.NoError(t, syscall.Kill(p.PID, syscall.SIGCONT))
+				waitState(t, p.PID, false)
+				code, out, errOut, _ = hungRun(t, 60*time.Second, "attach", pid, "--count", "1", "--format", "json")
+				require.Equal(t, 0, code, errOut)
+				require.NoError(t, json.Unmarshal([]byte(out), &doc))
+				assert.Equal(t, float64(1), doc["dumps"], "%s: a dump works once the JVM runs again; warnings: %v", listener, doc["warnings"])
+				assert.Nil(t, findingOf(doc, "process-stopped"))
+				assert.Empty(t, attachTriggers(p.PID), "no trigger file left")
+			}
+			// ctprof never signalled the stopped JVM: a SIGQUIT handled
+			// after the trigger was gone would have printed a dump.
+			assert.NotContains(t, string(p.Log()), "Full thread dump")
+			assert.False(t, p.Exited())
+		})
+	}
+}
+
+// reachingRE reads the time to reach each safepoint from -Xlog:safepoint.
+var reachingRE = regexp.MustCompile(`Reaching safepoint: (\d+) ns`)
+
+// A time-to-safepoint stall: "matcher-3" runs a counted loop compiled
+// without safepoint polls while the allocators wait at the safepoint
+// their collection asked for. A one-shot names the looping thread within
+// 10 s, and the JVM's own safepoint log shows the stall was real.
+func TestAttachSafepointStall(t *testing.T) {
+	for _, jdk := range testjvm.All(t) {
+		t.Run(jdk.Name, func(t *testing.T) {
+			p := testjvm.StartWith(t, jdk, "SafepointStall", testjvm.Options{SafepointLog: true}, "40")
+			p.WaitForLog(t, 60*time.Second, func(log []byte) bool { return bytes.Contains(log, []byte("STALL begin")) })
+			p.WaitForSafepointStall(t, time.Second, 60*time.Second)
+
+			code, out, errOut, took := hungRun(t, 30*time.Second, "attach", strconv.Itoa(p.PID), "--count", "1", "--format", "json")
+			require.Equal(t, 0, code, errOut)
+			assert.Less(t, took, 10*time.Second, "a one-shot names the stall within 10 s")
+			var doc map[string]any
+			require.NoError(t, json.Unmarshal([]byte(out), &doc))
+			f := findingOf(doc, "safepoint-stall")
+			require.NotNil(t, f, "findings %v; warnings %v", doc["findings"], doc["warnings"])
+			assert.Contains(t, f["summary"], `thread "matcher-3" keeps running`)
+			assert.Contains(t, f["summary"], "The JVM has not reached a safepoint for")
+			assert.Contains(t, f["summary"], "every other Java thread waits")
+			assert.Nil(t, findingOf(doc, "gc-pause"))
+
+			// The JVM's own log: once the loop ends, a safepoint that took
+			// seconds to reach, as long as the stall ctprof saw at least.
+			p.WaitForLog(t, 3*time.Minute, func(log []byte) bool { return bytes.Contains(log, []byte("STALL end")) })
+			var longest int64
+			deadline := time.Now().Add(10 * time.Second)
+			for longest < 3e9 && time.Now().Before(deadline) {
+				b, _ := os.ReadFile(filepath.Join(filepath.Dir(p.LogPath()), "safepoints.log"))
+				for _, m := range reachingRE.FindAllSubmatch(b, -1) {
+					n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+					longest = max(longest, n)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			assert.GreaterOrEqual(t, longest, int64(3e9), "the safepoint log shows a stall of seconds")
+			assert.Empty(t, attachTriggers(p.PID), "no trigger file left")
+		})
+	}
+}
