@@ -167,6 +167,24 @@ func TestReaderIdleCompletesTheLastDump(t *testing.T) {
 	assert.Equal(t, whole[1], d)
 }
 
+// A busy log goes on after the trailer, with a line that looks like the
+// start of a thread name among its lines: the dump still ends at its
+// trailer once a quiet second has passed, and the log lines are not in it.
+func TestReaderIdleBusyLogAfterTheTrailer(t *testing.T) {
+	log := multiDumpLog(t, 1)
+	noise := "12:00:01 INFO  [main] served\n\"not-a-thread\" #25 is just a log line that starts with a quote\n\tat com.example.App.run(App.java:12)\n"
+	live := log + noise + noise
+	p := &idleScript{s: live, idles: map[int]int{len(log) + len(noise): 1, len(live): 1}, step: 1 << 20}
+	r := NewReader(p)
+	_, err := r.Next()
+	require.ErrorIs(t, err, ErrInputIdle)
+	d, err := r.Next()
+	require.NoError(t, err)
+	whole, err := ParseString(log)
+	require.NoError(t, err)
+	assert.Equal(t, whole[0], d)
+}
+
 // A live input that has written nothing yet, or a few bytes, is not a
 // format error: the reader waits for its head.
 func TestReaderIdleBeforeTheHead(t *testing.T) {

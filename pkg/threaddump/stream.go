@@ -110,8 +110,9 @@ type Reader struct {
 	// tooLong when that line is past MaxLineBytes and being skipped.
 	partial, tooLong bool
 	// idles counts the ErrInputIdle seen; tailIdles is the count when the
-	// current dump's trailer (or deadlock report) ended.
-	idles, tailIdles int
+	// current dump's trailer (or deadlock report) ended, at tailEnd in buf
+	// (-1: no trailer in buf).
+	idles, tailIdles, tailEnd int
 	// headIdle is an ErrInputIdle that came while the head was read: it
 	// counts once the lines that came before it are read.
 	headIdle bool
@@ -139,7 +140,7 @@ type Reader struct {
 // embedded in a log or not), Thread.dump_to_file text and JSON, and OpenJ9
 // javacore; gzip, UTF-16 and a byte order mark are undone on the fly.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{src: r, last1: -1, last2: -1, runStart: -1, textPID: -1, nameBytes: -1}
+	return &Reader{src: r, last1: -1, last2: -1, runStart: -1, textPID: -1, nameBytes: -1, tailEnd: -1}
 }
 
 // Warnings says what the reader itself found wrong with the input (lines
@@ -225,11 +226,14 @@ func (r *Reader) fill() error {
 
 // idle completes a HotSpot dump whose trailer came before the previous
 // ErrInputIdle (see there); it returns ErrInputIdle when none is pending.
+// The dump ends at its trailer (or deadlock report) even when a log line
+// after it looked like the start of a thread name: what came a quiet
+// second later is not the JVM's dump, which it writes at once.
 func (r *Reader) idle() error {
 	r.idles++
-	if r.mode == modeHotSpot && r.state == stTail && r.idles-r.tailIdles >= 2 {
+	if r.mode == modeHotSpot && r.tailEnd >= 0 && r.state != stDeadlock && r.idles-r.tailIdles >= 2 {
 		r.state = stOutside
-		if err := r.cutAt(r.runStart, len(r.buf)); err != nil {
+		if err := r.cutAt(r.tailEnd, len(r.buf)); err != nil {
 			return err
 		}
 	}
@@ -518,7 +522,7 @@ func (r *Reader) flush(end int) {
 	first := r.bufLine
 	// The dumps point into the chunk: it is never reused.
 	r.buf = make([]byte, 0, min(max(cap(r.buf)/2, 4096), MaxDumpBytes))
-	r.last1, r.last2, r.runStart, r.runBytes, r.textPID, r.nameBytes = -1, -1, -1, 0, -1, -1
+	r.last1, r.last2, r.runStart, r.runBytes, r.textPID, r.nameBytes, r.tailEnd = -1, -1, -1, 0, -1, -1, -1
 	if len(chunk) == 0 {
 		return
 	}
@@ -626,7 +630,7 @@ func (r *Reader) hotspotLine(ln []byte) error {
 		}
 		if bytes.HasPrefix(t, []byte("JNI global ref")) {
 			r.state = stTail
-			r.tailIdles = r.idles
+			r.tailIdles, r.tailEnd = r.idles, len(r.buf)
 			r.runStart, r.runBytes = len(r.buf), 0
 			return nil
 		}
@@ -674,7 +678,7 @@ func (r *Reader) hotspotLine(ln []byte) error {
 		}
 		if bytes.HasPrefix(t, []byte("Found ")) && bytes.Contains(t, []byte("deadlock")) && !bytes.HasPrefix(t, []byte("Found one Java-level deadlock:")) {
 			r.state = stTail
-			r.tailIdles = r.idles
+			r.tailIdles, r.tailEnd = r.idles, len(r.buf)
 			r.runStart, r.runBytes = len(r.buf), 0
 		}
 		return nil
