@@ -31,6 +31,9 @@ type osAgg struct {
 	hostFirst, hostLast   *snapshot.Host
 	hostFirstT, hostLastT time.Time
 	prevHost              *snapshot.Host
+	// hostCPU follows the host's biggest CPU consumers and the target's
+	// cgroup quotas (hostcpu.go).
+	hostCPU hostCPU
 
 	conds map[uint64]*condAgg
 
@@ -266,6 +269,7 @@ func (a *Aggregator) addLive(s *snapshot.Snapshot, dt time.Duration, tick dumpTi
 			o.hostFirst, o.hostFirstT = s.Host, s.Time
 		}
 		o.hostLast, o.hostLastT = s.Host, s.Time
+		o.hostCPU.add(s.Host)
 	}
 	if s.Connections != nil {
 		o.conns = s.Connections

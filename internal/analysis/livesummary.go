@@ -262,6 +262,7 @@ func (a *Aggregator) scheduling(total counters, wall float64) *Scheduling {
 	if o.hostLast != nil {
 		sc.HostLoad1 = o.hostLast.Load1
 	}
+	a.hostScheduling(sc, total)
 	if wall <= 0 {
 		return sc
 	}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/testcgroup"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
@@ -87,13 +89,27 @@ func TestCPUSaturationNamesTheThreadsThatWait(t *testing.T) {
 		assert.True(t, strings.HasPrefix(n, "bursty-"), "%s named", n)
 	}
 
+	// Three busy threads on one CPU: two wait whatever else runs, so the
+	// process's own threads are the cause, and the program's doing is
+	// critical.
+	assert.Equal(t, CauseOwnThreads, sc.Cause)
 	f := findKind(s, FindingCPUSaturation)
 	require.NotNil(t, f, "findings: %+v", s.Findings)
-	want := fmt.Sprintf("Threads wait for a CPU: %.2f runnable on average for 1 CPU, of which %.2f wait in a run queue (%.0f %% of their runnable time).",
+	want := fmt.Sprintf("The process's threads queue behind each other: %.2f runnable on average for 1 CPU, of which %.2f wait in a run queue (%.0f %% of their runnable time).",
 		sc.RunnableAvg, sc.WaitingForCPUAvg, 100*sc.RunQueueWaitShare)
 	assert.Equal(t, want, f.Summary)
-	assert.Contains(t, f.Evidence[0], "more threads are runnable than the 1 CPU the process may use")
-	text := f.Summary + "\n" + strings.Join(f.Evidence, "\n")
+	assert.Equal(t, CauseOwnThreads, f.Cause)
+	assert.Equal(t, SeverityCritical, f.Severity, "two of three threads wait: over half their runnable time")
+	assert.Contains(t, f.Evidence[0], "more threads are runnable than the 1 CPU the process may use: its own threads take turns on them")
+	assert.Contains(t, f.NextStep, "fewer runnable threads")
+	// (A busy host adds a line naming its biggest processes, which may
+	// be anything, another test's cpu_queue included.)
+	text := f.Summary
+	for _, e := range f.Evidence {
+		if !strings.HasPrefix(e, "the biggest CPU users") {
+			text += "\n" + e
+		}
+	}
 	for _, idle := range []string{"idle-", "cpu_queue"} {
 		assert.NotContains(t, text, idle, "the finding names only the threads that wait")
 	}
@@ -112,6 +128,7 @@ func TestNoCPUSaturationWithoutQueueing(t *testing.T) {
 	t.Logf("runnable %.3f running %.3f waiting %.3f share %.3f", sc.RunnableAvg, sc.RunningAvg, sc.WaitingForCPUAvg, sc.RunQueueWaitShare)
 	assert.Less(t, sc.RunnableAvg, 0.5)
 	assert.Empty(t, sc.Suffering)
+	assert.Equal(t, CauseNone, sc.Cause)
 	assert.Nil(t, findKind(s, FindingCPUSaturation), "findings: %+v", s.Findings)
 }
 
@@ -136,11 +153,13 @@ func TestCPUSaturationByOtherWork(t *testing.T) {
 	require.Len(t, sc.Suffering, 1)
 	assert.Equal(t, "worker", sc.Suffering[0].Thread)
 	assert.InDelta(t, 2.0, sc.Suffering[0].RunQueueWaitSeconds, 0.001)
+	assert.Equal(t, CauseOtherProcesses, sc.Cause)
+	assert.Nil(t, sc.OtherCPUsAvg, "these snapshots, like a recording's, have no host CPU time")
 	f := findKind(s, FindingCPUSaturation)
 	require.NotNil(t, f)
-	assert.Equal(t, SeverityCritical, f.Severity)
-	assert.Equal(t, "Threads wait for a CPU: 0.91 runnable on average for 2 CPUs, of which 0.50 wait in a run queue (56 % of their runnable time).", f.Summary)
-	assert.Contains(t, f.Evidence[0], "fewer threads are runnable than the 2 CPUs the process may use, yet they wait: other work takes the CPUs (host load average 7.50)")
+	assert.Equal(t, SeverityWarning, f.Severity, "waiting for CPUs other work holds is not the program's doing")
+	assert.Equal(t, "Other processes take the CPUs: the process's threads run on 0.40 of its 2 CPUs while 0.50 wait in a run queue (56 % of their runnable time).", f.Summary)
+	assert.Equal(t, "its threads could run on 1.60 more of its CPUs, yet wait: other work takes them, or the waiting threads may run on fewer CPUs than the process (host load average 7.50)", f.Evidence[0])
 	assert.Contains(t, f.Evidence, `"worker" (tid 10) waited 2.00 s for a CPU and ran 1.60 s; SCHED_OTHER, nice 0, rt priority 0, CPUs 0-1`)
 }
 
@@ -224,8 +243,262 @@ func TestCPUSaturationOwnThreadsAndOtherWork(t *testing.T) {
 	}
 	s := a.Summary()
 	checkSchedulingAgrees(t, s, 3)
+	// Of 2.10 waiting, 1.00 is the runnable threads beyond the 2 CPUs,
+	// 1.10 the CPUs other work held: the latter names the cause, the
+	// former is said beside it.
 	f := findKind(s, FindingCPUSaturation)
 	require.NotNil(t, f)
-	assert.Equal(t, "Threads wait for a CPU: 3.00 runnable on average for 2 CPUs, of which 2.10 wait in a run queue (70 % of their runnable time).", f.Summary)
-	assert.Equal(t, "more threads are runnable than the 2 CPUs the process may use: it queues behind itself, and its threads run on only 0.90 of them: other work takes the rest (host load average 0.00)", f.Evidence[0])
+	assert.Equal(t, CauseOtherProcesses, s.Scheduling.Cause)
+	assert.Equal(t, SeverityWarning, f.Severity)
+	assert.Equal(t, "Other processes take the CPUs: the process's threads run on 0.90 of its 2 CPUs while 2.10 wait in a run queue (70 % of their runnable time).", f.Summary)
+	assert.Contains(t, f.Evidence, "its own runnable threads (3.00) also outnumber its 2 CPUs: 1.00 of the waiting would remain on a quiet host")
+
+	// The same process with most of its CPUs: its own threads first,
+	// the neighbours' share beside.
+	a = New()
+	for i := 0; i <= 4; i++ {
+		var threads []procfs.Thread
+		for p := 0; p < 4; p++ {
+			th := thread(10+p, fmt.Sprintf("spin-%d", p), 'R', 0, uint64(20*i), time.Duration(i)*350*time.Millisecond)
+			th.RunQueueWait = time.Duration(i) * 650 * time.Millisecond
+			threads = append(threads, th)
+		}
+		a.Add(liveSnap(i, threads))
+	}
+	s = a.Summary()
+	f = findKind(s, FindingCPUSaturation)
+	require.NotNil(t, f)
+	assert.Equal(t, CauseOwnThreads, s.Scheduling.Cause)
+	assert.Equal(t, SeverityCritical, f.Severity)
+	assert.Equal(t, "The process's threads queue behind each other: 4.00 runnable on average for 2 CPUs, of which 2.60 wait in a run queue (65 % of their runnable time).", f.Summary)
+	assert.Contains(t, f.Evidence, "other work also holds its CPUs: its threads run on only 1.40 of them")
+}
+
+// hostSnap is liveSnap with the host's CPU time: busy ticks so far, and
+// the consumers of the window before it.
+func hostSnap(i int, threads []procfs.Thread, busyTicks uint64, consumers ...procfs.ProcCPU) *snapshot.Snapshot {
+	s := liveSnap(i, threads)
+	s.Host.BusyTicks = busyTicks
+	if i > 0 && consumers != nil {
+		s.Host.Consumers, s.Host.ConsumersWindow = consumers, time.Second
+	}
+	return s
+}
+
+// The consumers of each window add up over the run, by process (a reused
+// pid is another process); the rest of the host's CPU is its busy time
+// less the process's own; and a name, any process's choice, is quoted in
+// the evidence as thread names are.
+func TestCPUSaturationNamesTheConsumers(t *testing.T) {
+	a := New()
+	evil := "evil\n[CRITICAL] \x1b[2J"
+	for i := 0; i <= 4; i++ {
+		th := thread(10, "worker", 'R', 0, uint64(20*i), time.Duration(i)*200*time.Millisecond)
+		th.RunQueueWait = time.Duration(i) * 700 * time.Millisecond
+		// The host's two CPUs are busy: 0.2 of them the worker's, 1.8
+		// the rest's.
+		a.Add(hostSnap(i, []procfs.Thread{th}, uint64(1000+200*i),
+			procfs.ProcCPU{PID: 500, Start: 7, Name: "stress-ng-cpu", CPU: 900 * time.Millisecond},
+			procfs.ProcCPU{PID: 501, Start: 8, Name: evil, CPU: 600 * time.Millisecond},
+			procfs.ProcCPU{PID: 502, Start: uint64(9 + i%2), Name: "reused", CPU: 200 * time.Millisecond}))
+	}
+	s := a.Summary()
+	sc := s.Scheduling
+	require.NotNil(t, sc.OtherCPUsAvg)
+	assert.InDelta(t, 1.8, *sc.OtherCPUsAvg, 0.001)
+	assert.InDelta(t, 0.0, *sc.StealCPUsAvg, 0.001)
+	assert.Equal(t, 4.0, sc.ConsumersSeconds)
+	require.Len(t, sc.Consumers, 4)
+	assert.Equal(t, ProcessCPU{PID: 500, Name: "stress-ng-cpu", CPUs: 0.9, CPUSeconds: 3.6}, sc.Consumers[0])
+	assert.Equal(t, ProcessCPU{PID: 501, Name: evil, CPUs: 0.6, CPUSeconds: 2.4}, sc.Consumers[1])
+	assert.Equal(t, ProcessCPU{PID: 502, Name: "reused", CPUs: 0.1, CPUSeconds: 0.4}, sc.Consumers[2], "two processes by one pid")
+	assert.Equal(t, CauseOtherProcesses, sc.Cause)
+
+	f := findKind(s, FindingCPUSaturation)
+	require.NotNil(t, f)
+	assert.Equal(t, SeverityWarning, f.Severity)
+	assert.Equal(t, "Other processes take the CPUs: the process's threads run on 0.20 of its 2 CPUs while 0.70 wait in a run queue (78 % of their runnable time).", f.Summary)
+	assert.Equal(t, "its threads could run on 1.80 more of its CPUs, yet wait: the rest of the host used 1.80 of its 2 CPUs (host load average 0.00)", f.Evidence[0])
+	assert.Equal(t, `the biggest CPU users over 4.0 s: "stress-ng-cpu" (pid 500) 0.90 CPU, "evil\n[CRITICAL] \x1b[2J" (pid 501) 0.60 CPU, "reused" (pid 502) 0.10 CPU`, f.Evidence[1])
+	for _, e := range f.Evidence {
+		assert.NotContains(t, e, "\n", "a name cannot start a line of its own")
+		assert.NotContains(t, e, "\x1b")
+	}
+	assert.Contains(t, f.NextStep, "move the busy neighbours or this process")
+}
+
+// A host that stays nearly idle while the threads wait does not blame
+// other processes: something else holds them back.
+func TestCPUSaturationWithAnIdleHost(t *testing.T) {
+	a := New()
+	for i := 0; i <= 4; i++ {
+		th := thread(10, "worker", 'R', 0, uint64(20*i), time.Duration(i)*200*time.Millisecond)
+		th.RunQueueWait = time.Duration(i) * 700 * time.Millisecond
+		a.Add(hostSnap(i, []procfs.Thread{th}, uint64(1000+21*i)))
+	}
+	s := a.Summary()
+	assert.Equal(t, CauseUnknown, s.Scheduling.Cause)
+	f := findKind(s, FindingCPUSaturation)
+	require.NotNil(t, f)
+	assert.Equal(t, SeverityWarning, f.Severity)
+	assert.Contains(t, f.Evidence[0], "while the rest of the host was nearly idle: the rest of the host used 0.01 of its 2 CPUs")
+}
+
+// A quota that held the process back in most periods is the cause, said
+// with its setting as the cgroup's files give it; of several quotas, the
+// one that held it back longest.
+func TestCPUSaturationByQuotaCounters(t *testing.T) {
+	a := New()
+	for i := 0; i <= 4; i++ {
+		th := thread(10, "worker", 'R', 0, uint64(20*i), time.Duration(i)*250*time.Millisecond)
+		th.RunQueueWait = time.Duration(i) * 750 * time.Millisecond
+		snap := hostSnap(i, []procfs.Thread{th}, uint64(1000+30*i))
+		snap.Host.Quotas = []procfs.CPUQuota{
+			{Cgroup: "/kubepods/pod\"x\"/app", Version: 2, Quota: 25 * time.Millisecond, Period: 100 * time.Millisecond,
+				Periods: uint64(100 + 10*i), Throttled: uint64(50 + 9*i), ThrottledTime: time.Duration(i) * 700 * time.Millisecond},
+			{Cgroup: "/kubepods/pod\"x\"", Version: 2, Quota: 100 * time.Millisecond, Period: 100 * time.Millisecond,
+				Periods: uint64(100 + 10*i), Throttled: 3, ThrottledTime: time.Second},
+		}
+		a.Add(snap)
+	}
+	s := a.Summary()
+	sc := s.Scheduling
+	require.NotNil(t, sc.Quota)
+	assert.Equal(t, CPUQuota{Cgroup: "/kubepods/pod\"x\"/app", Version: 2, CPUs: 0.25, QuotaMicros: 25000, PeriodMicros: 100000,
+		Periods: 40, ThrottledPeriods: 36, ThrottledShare: 0.9, ThrottledSeconds: 2.8}, *sc.Quota)
+	assert.Equal(t, CauseCgroupQuota, sc.Cause)
+	f := findKind(s, FindingCPUSaturation)
+	require.NotNil(t, f)
+	assert.Equal(t, SeverityWarning, f.Severity)
+	assert.Equal(t, "A cgroup CPU quota throttles the process: it may use 0.25 CPU and its threads run on 0.25 while 0.75 wait in a run queue (75 % of their runnable time).", f.Summary)
+	assert.Equal(t, `cgroup "/kubepods/pod\"x\"/app" (cpu.max 25000 100000) held the process back in 90 % of the 40 periods it had work in, 2.80 s in all`, f.Evidence[0])
+	assert.Contains(t, f.NextStep, "Raise the quota")
+}
+
+// consumerOf returns the consumer with pid, if named.
+func consumerOf(sc *Scheduling, pid int) (ProcessCPU, bool) {
+	for _, c := range sc.Consumers {
+		if c.PID == pid {
+			return c, true
+		}
+	}
+	return ProcessCPU{}, false
+}
+
+// A process with two busy threads, no more than its two CPUs, beside four
+// busy threads of another process that runs at a raised priority: its
+// threads wait for CPUs the neighbour holds. The finding blames the
+// neighbour, names it with its share of the CPUs, and stays a warning:
+// the process is the victim.
+func TestCPUSaturationByOtherProcesses(t *testing.T) {
+	hog := testnative.StartWith(t, testnative.Options{Prioritized: true}, "spinners", "4")
+	p := testnative.Start(t, "cpu_queue", "0", "2", "0", "1", "1000")
+	s := sampleFor(t, p.PID, 5*time.Second)
+	require.NotNil(t, s.Target)
+	checkSchedulingAgrees(t, s, 1+2+1)
+	sc := s.Scheduling
+	t.Logf("runnable %.3f running %.3f waiting %.3f share %.3f cpus %d others %s consumers %+v",
+		sc.RunnableAvg, sc.RunningAvg, sc.WaitingForCPUAvg, sc.RunQueueWaitShare, sc.CPUs, fmtCPUs(sc.OtherCPUsAvg), sc.Consumers)
+	if s.Target.CPUs < 2 {
+		t.Skipf("the test runs with %d CPU; it needs two for a process that does not outnumber its CPUs", s.Target.CPUs)
+	}
+	assert.LessOrEqual(t, sc.RunnableAvg, float64(sc.CPUs)+0.05, "two busy threads for two CPUs")
+	assert.Less(t, sc.RunningAvg, 1.0, "the neighbour holds most of the CPUs")
+	require.NotNil(t, sc.OtherCPUsAvg)
+	assert.Greater(t, *sc.OtherCPUsAvg, 1.0)
+	assert.Equal(t, CauseOtherProcesses, sc.Cause)
+	c, ok := consumerOf(sc, hog.PID)
+	require.True(t, ok, "the neighbour is among the biggest consumers: %+v", sc.Consumers)
+	assert.Equal(t, "spinners", c.Name)
+	assert.Greater(t, c.CPUs, 1.0, "four threads at a raised priority on two CPUs")
+	assert.LessOrEqual(t, c.CPUs, 2.05)
+	assert.Greater(t, sc.ConsumersSeconds, 2.5, "windows cover most of the run")
+	_, self := consumerOf(sc, p.PID)
+	assert.False(t, self, "the process is not its own neighbour")
+
+	f := findKind(s, FindingCPUSaturation)
+	require.NotNil(t, f, "findings: %+v", s.Findings)
+	assert.Equal(t, SeverityWarning, f.Severity)
+	assert.Equal(t, CauseOtherProcesses, f.Cause)
+	assert.Equal(t, fmt.Sprintf("Other processes take the CPUs: the process's threads run on %.2f of its 2 CPUs while %.2f wait in a run queue (%.0f %% of their runnable time).",
+		sc.RunningAvg, sc.WaitingForCPUAvg, 100*sc.RunQueueWaitShare), f.Summary)
+	text := strings.Join(f.Evidence, "\n")
+	assert.Contains(t, text, fmt.Sprintf("the rest of the host used %.2f of its", *sc.OtherCPUsAvg))
+	assert.Contains(t, text, fmt.Sprintf(`"spinners" (pid %d) %.2f CPU`, hog.PID, c.CPUs))
+	assert.NotContains(t, text, "take turns", "the process's own threads are not blamed")
+	assert.Contains(t, f.NextStep, "move the busy neighbours")
+}
+
+// Six busy threads of a process at a raised priority on the host's two
+// CPUs: they queue behind each other whatever else runs. The finding
+// blames the process's own threads, critical, and names no neighbour as
+// the cause.
+func TestCPUSaturationByOwnThreads(t *testing.T) {
+	p := testnative.StartWith(t, testnative.Options{Prioritized: true}, "spinners", "6")
+	s := sampleFor(t, p.PID, 4*time.Second)
+	require.NotNil(t, s.Target)
+	checkSchedulingAgrees(t, s, 7)
+	sc := s.Scheduling
+	t.Logf("runnable %.3f running %.3f waiting %.3f share %.3f cpus %d others %s consumers %+v",
+		sc.RunnableAvg, sc.RunningAvg, sc.WaitingForCPUAvg, sc.RunQueueWaitShare, sc.CPUs, fmtCPUs(sc.OtherCPUsAvg), sc.Consumers)
+	assert.Greater(t, sc.RunnableAvg, float64(sc.CPUs)+1, "six busy threads")
+	assert.Equal(t, CauseOwnThreads, sc.Cause)
+	f := findKind(s, FindingCPUSaturation)
+	require.NotNil(t, f, "findings: %+v", s.Findings)
+	assert.Equal(t, CauseOwnThreads, f.Cause)
+	if sc.RunQueueWaitShare >= saturationCriticalShare {
+		assert.Equal(t, SeverityCritical, f.Severity)
+	}
+	assert.True(t, strings.HasPrefix(f.Summary, "The process's threads queue behind each other: "), f.Summary)
+	assert.Contains(t, f.Evidence[0], fmt.Sprintf("more threads are runnable than the %s the process may use", plural(sc.CPUs, "CPU")))
+	assert.Contains(t, f.NextStep, "fewer runnable threads than the process has CPUs")
+}
+
+// Two busy threads in a cgroup the test makes, with a quota of a tenth of
+// a CPU (at a raised priority, so that the machine's other load does not
+// keep them under it anyway): the quota is the cause, named with its
+// setting and its throttling, a warning.
+func TestCPUSaturationByCgroupQuota(t *testing.T) {
+	cg := testcgroup.New(t, 10*time.Millisecond, 100*time.Millisecond)
+	p := testnative.StartWith(t, testnative.Options{Prioritized: true}, "cpu_queue", "0", "2", "0", "1", "1000")
+	cg.Add(t, p.PID)
+	s := sampleFor(t, p.PID, 4*time.Second)
+	require.NotNil(t, s.Target)
+	checkSchedulingAgrees(t, s, 1+2+1)
+	sc := s.Scheduling
+	t.Logf("runnable %.3f running %.3f waiting %.3f share %.3f cpus %d others %s quota %+v",
+		sc.RunnableAvg, sc.RunningAvg, sc.WaitingForCPUAvg, sc.RunQueueWaitShare, sc.CPUs, fmtCPUs(sc.OtherCPUsAvg), sc.Quota)
+	require.NotNil(t, sc.Quota, "the cgroup %s (v%d) was found", cg.Path, cg.Version)
+	q := sc.Quota
+	assert.Equal(t, cg.Path, q.Cgroup)
+	assert.Equal(t, cg.Version, q.Version)
+	assert.Equal(t, 0.1, q.CPUs)
+	assert.Equal(t, int64(10000), q.QuotaMicros)
+	assert.Equal(t, int64(100000), q.PeriodMicros)
+	assert.Greater(t, q.Periods, uint64(20), "a period every 100 ms of a 4 s run")
+	assert.Greater(t, q.ThrottledShare, 0.5, "two busy threads use up 10 ms in most periods")
+	assert.Greater(t, q.ThrottledSeconds, 1.0)
+	assert.InDelta(t, 0.1, sc.RunningAvg, 0.05, "the threads run as much as the quota allows")
+	assert.Equal(t, CauseCgroupQuota, sc.Cause)
+
+	f := findKind(s, FindingCPUSaturation)
+	require.NotNil(t, f, "findings: %+v", s.Findings)
+	assert.Equal(t, SeverityWarning, f.Severity)
+	assert.Equal(t, CauseCgroupQuota, f.Cause)
+	assert.True(t, strings.HasPrefix(f.Summary, "A cgroup CPU quota throttles the process: it may use 0.10 CPU and its threads run on "), f.Summary)
+	setting := "cpu.max 10000 100000"
+	if cg.Version == 1 {
+		setting = "cpu.cfs_quota_us 10000, cpu.cfs_period_us 100000"
+	}
+	assert.Equal(t, fmt.Sprintf("cgroup %q (%s) held the process back in %.0f %% of the %d periods it had work in, %.2f s in all",
+		cg.Path, setting, 100*q.ThrottledShare, q.Periods, q.ThrottledSeconds), f.Evidence[0])
+	assert.Contains(t, f.Evidence, fmt.Sprintf("its %.2f runnable threads want more than the quota's 0.10 CPU", sc.RunnableAvg))
+	assert.Contains(t, f.NextStep, "Raise the quota")
+}
+
+func fmtCPUs(v *float64) string {
+	if v == nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.3f", *v)
 }

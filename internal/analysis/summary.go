@@ -403,6 +403,57 @@ type Scheduling struct {
 	// run-queue wait over the run, at least 5 % of it), with their
 	// scheduling policy, priority and affinity.
 	Suffering []ThreadCPU `json:"suffering"`
+	// Cause says who the waiting is owed to (the Cause constants); "none"
+	// when the threads do not wait in earnest.
+	Cause string `json:"cause"`
+	// OtherCPUsAvg is the CPU the rest of the host used on average (its
+	// busy time less the process's own), in CPUs, and StealCPUsAvg what a
+	// hypervisor withheld from the host's CPUs; nil when the run did not
+	// read the host's CPU time (a recording).
+	OtherCPUsAvg *float64 `json:"other_cpus_avg"`
+	StealCPUsAvg *float64 `json:"steal_cpus_avg"`
+	// Consumers are the processes other than the target that used the
+	// most CPU over ConsumersSeconds of the run, biggest first.
+	Consumers        []ProcessCPU `json:"consumers"`
+	ConsumersSeconds float64      `json:"consumers_seconds"`
+	// Quota is the cgroup CPU quota that throttled the process most; nil
+	// when none applies (or none could be read).
+	Quota *CPUQuota `json:"cpu_quota"`
+}
+
+// Causes of CPU saturation (Scheduling.Cause).
+const (
+	CauseNone           = "none"
+	CauseOwnThreads     = "own-threads"
+	CauseOtherProcesses = "other-processes"
+	CauseCgroupQuota    = "cgroup-quota"
+	CauseUnknown        = "unknown"
+)
+
+// ProcessCPU is another process's CPU use over the run.
+type ProcessCPU struct {
+	PID  int    `json:"pid"`
+	Name string `json:"name"`
+	// CPUs is its CPU time per second of the time measured (1 = a CPU).
+	CPUs       float64 `json:"cpus"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+}
+
+// CPUQuota is a cgroup's CPU quota and how much it throttled over the run.
+type CPUQuota struct {
+	Cgroup  string `json:"cgroup"`
+	Version int    `json:"version"`
+	// CPUs is quota over period; QuotaMicros and PeriodMicros are the
+	// setting itself (cpu.max, or cpu.cfs_quota_us and cpu.cfs_period_us).
+	CPUs         float64 `json:"cpus"`
+	QuotaMicros  int64   `json:"quota_us"`
+	PeriodMicros int64   `json:"period_us"`
+	// Periods and ThrottledPeriods count over the run; ThrottledShare is
+	// their ratio and ThrottledSeconds the time the cgroup was held back.
+	Periods          uint64  `json:"periods"`
+	ThrottledPeriods uint64  `json:"throttled_periods"`
+	ThrottledShare   float64 `json:"throttled_share"`
+	ThrottledSeconds float64 `json:"throttled_seconds"`
 }
 
 // Serialization says how far a lock serializes the pool its waiters
@@ -540,11 +591,13 @@ type Finding struct {
 	// Figures some kinds carry for scripts (absent elsewhere):
 	// wakeup-storm: PeriodSeconds and Threads; thread-per-connection:
 	// ThreadsPerConnection and the growing Pool (empty when no single
-	// pool grows).
+	// pool grows); cpu-saturation: Cause.
 	PeriodSeconds        *float64 `json:"period_seconds,omitempty"`
 	Threads              *int     `json:"threads,omitempty"`
 	ThreadsPerConnection *float64 `json:"threads_per_connection,omitempty"`
 	Pool                 string   `json:"pool,omitempty"`
+	// cpu-saturation: Cause, as Scheduling.Cause says it.
+	Cause string `json:"cause,omitempty"`
 
 	// impact orders findings; higher first.
 	impact float64
