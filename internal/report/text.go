@@ -369,6 +369,7 @@ func writeScheduling(tw *textWriter, s *analysis.Summary) {
 	tw.printf("SCHEDULING\n")
 	tw.printf("  %.2f threads runnable on average for %d CPUs; %.1f%% of runnable time spent waiting for a CPU; %.2f involuntary switches per thread per second\n",
 		sc.RunnableAvg, sc.CPUs, 100*sc.RunQueueWaitShare, sc.InvoluntaryPerThreadPerSecond)
+	writeSchedulingHost(tw, sc)
 	tw.printf("\n")
 }
 
