@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"sort"
 
 	"github.com/ctprof/ctprof/internal/analysis"
@@ -23,6 +24,12 @@ type flameView struct {
 	Depth int      `json:"depth"`
 	// Unit names what the widths count; empty means thread samples.
 	Unit string `json:"unit,omitempty"`
+	// Change, in a differential view (ctprof diff), is each node's share
+	// of the after run's samples minus its share of the before run's, in
+	// the order of Nodes; Side says which run the widths are ("before" or
+	// "after"). Absent in a report.
+	Change []float64 `json:"change,omitempty"`
+	Side   string    `json:"side,omitempty"`
 }
 
 // minFrameShare prunes frames narrower than this share of the view; they
@@ -38,6 +45,8 @@ type flameNode struct {
 	count    int
 	blocked  int
 	children map[string]*flameNode
+	// change is the differential view's share change (flameView.Change).
+	change float64
 }
 
 func (n *flameNode) child(name string) *flameNode {
@@ -71,6 +80,11 @@ func (f *flameNames) id(s string) int {
 // buildFlameView lays out the stacks weighted by weight (0 leaves a stack
 // out).
 func buildFlameView(id, label string, stacks []*analysis.FoldedStack, weight func(*analysis.FoldedStack) (count, blocked int), names *flameNames) flameView {
+	return layoutView(id, label, buildFlameTree(stacks, weight), names, false)
+}
+
+// buildFlameTree sums the stacks, weighted by weight, into one tree.
+func buildFlameTree(stacks []*analysis.FoldedStack, weight func(*analysis.FoldedStack) (count, blocked int)) *flameNode {
 	root := &flameNode{name: "all"}
 	for _, st := range stacks {
 		c, b := weight(st)
@@ -86,6 +100,11 @@ func buildFlameView(id, label string, stacks []*analysis.FoldedStack, weight fun
 			n.blocked += b
 		}
 	}
+	return root
+}
+
+// layoutView lays out a tree as a view; diff carries each node's change.
+func layoutView(id, label string, root *flameNode, names *flameNames, diff bool) flameView {
 	v := flameView{ID: id, Label: label, Total: root.count}
 	if root.count == 0 {
 		return v
@@ -94,6 +113,9 @@ func buildFlameView(id, label string, stacks []*analysis.FoldedStack, weight fun
 	for {
 		v.Nodes = v.Nodes[:0]
 		v.Depth = 0
+		if diff {
+			v.Change = []float64{}
+		}
 		layout(root, 0, 0, int(share*float64(root.count)+0.5), names, &v)
 		if len(v.Nodes) <= maxFlameNodes {
 			return v
@@ -110,6 +132,9 @@ func layout(n *flameNode, x, depth, minCount int, names *flameNames, v *flameVie
 		flags |= 1
 	}
 	v.Nodes = append(v.Nodes, [6]int{x, x + n.count, depth, names.id(n.name), n.count, flags})
+	if v.Change != nil {
+		v.Change = append(v.Change, math.Round(n.change*1e5)/1e5)
+	}
 	v.Depth = max(v.Depth, depth+1)
 	kids := make([]*flameNode, 0, len(n.children))
 	for _, c := range n.children {
@@ -127,6 +152,7 @@ func layout(n *flameNode, x, depth, minCount int, names *flameNames, v *flameVie
 		if c.count < minCount {
 			other.count += c.count
 			other.blocked += c.blocked
+			other.change += c.change
 			continue
 		}
 		layout(c, cx, depth+1, minCount, names, v)

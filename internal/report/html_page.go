@@ -19,16 +19,9 @@ const pageHTML = `{{template "head" .}}
 <section id="flame">
   <h2>Where the threads are</h2>
   {{- if .Flame}}
-  <div class="controls">
-    <label>View <select id="flame-view">
-      {{- range .FlameViews}}<option value="{{.ID}}">{{.Label}} ({{.Total}} {{if .Unit}}{{.Unit}}{{else}}samples{{end}})</option>{{end}}
-    </select></label>
-    <label>Search <input id="flame-search" type="search" placeholder="frame, class or package"></label>
-    <button id="flame-reset" type="button">Reset zoom</button>
-    <span id="flame-path" class="path"></span>
-  </div>
+  {{template "flamecontrols" .FlameViews}}
   <p class="hint">Frames are as wide as the samples that passed through them, root at the top, coloured by package; a red border marks frames where most threads were blocked on a monitor. Click a frame to zoom in.</p>
-  <div id="flame-box" class="flame-box"><div id="chart-flame" class="chart flame"></div></div>
+  {{template "flamebox"}}
   {{- else}}
   <p class="none">No stacks: ctprof takes thread dumps of JVMs; a native process has its futex waits in the lock table instead.</p>
   {{- end}}
@@ -142,8 +135,16 @@ const pageHTML = `{{template "head" .}}
 
 // pageFrame holds the parts every ctprof page shares: the head with its
 // Content-Security-Policy (no request may leave the page), the header of
-// facts, and the data block and scripts at the end.
-const pageFrame = `{{define "finding"}}<div class="finding {{.Severity}}" data-kind="{{.Kind}}">
+// facts, the flame graph's controls and box (report.js drives them by
+// these ids), and the data block and scripts at the end.
+const pageFrame = `{{define "flamecontrols"}}<div class="controls">
+    <label>View <select id="flame-view">
+      {{- range .}}<option value="{{.ID}}">{{.Label}} ({{.Total}} {{if .Unit}}{{.Unit}}{{else}}samples{{end}})</option>{{end}}
+    </select></label>
+    <label>Search <input id="flame-search" type="search" placeholder="frame, class or package"></label>
+    <button id="flame-reset" type="button">Reset zoom</button>
+    <span id="flame-path" class="path"></span>
+  </div>{{end}}{{define "flamebox"}}<div id="flame-box" class="flame-box"><div id="chart-flame" class="chart flame"></div></div>{{end}}{{define "finding"}}<div class="finding {{.Severity}}" data-kind="{{.Kind}}">
     <p class="summary"><span class="badge">{{.Severity}}</span> {{.Summary}}</p>
     {{- if .Evidence}}
     <ul class="evidence">{{range .Evidence}}<li>{{.}}</li>{{end}}</ul>

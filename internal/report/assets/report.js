@@ -31,7 +31,7 @@
   });
 
   // ---- flame graph ----
-  var flame = null;
+  var flame = null, fd0 = data.flame;
   if (data.flame && data.charts["chart-flame"]) {
     flame = setupFlame(data.flame, data.charts["chart-flame"]);
   }
@@ -50,6 +50,21 @@
     return "hsl(" + (jdk ? 30 + (h % 30) : h % 360) + "," + (jdk ? 35 : 60) + "%," + (jdk ? 72 : 66) + "%)";
   }
 
+  // diffColor colours a frame of a differential view (ctprof diff) by how
+  // its share of the threads moved: red grew, blue shrank, as deep as the
+  // change is large against the view's largest.
+  function diffColor(change, maxAbs) {
+    if (!maxAbs || Math.abs(change) < 1e-9) return "hsl(0,0%,88%)";
+    var t = Math.min(1, Math.abs(change) / maxAbs);
+    return "hsl(" + (change > 0 ? 0 : 215) + ",75%," + (90 - 45 * t) + "%)";
+  }
+
+  function maxAbsChange(view) {
+    var m = 0;
+    (view.change || []).forEach(function (c) { m = Math.max(m, Math.abs(c)); });
+    return m;
+  }
+
   // The height goes on the box around the chart: echarts owns the chart
   // element's inline style and rewrites it when it renders.
   function fitHeight(view) {
@@ -58,7 +73,7 @@
   }
 
   function setupFlame(fd, option) {
-    var state = { view: fd.views[0], min: 0, max: fd.views[0].total, search: "", matches: 0, path: [] };
+    var state = { view: fd.views[0], min: 0, max: fd.views[0].total, search: "", matches: 0, path: [], maxChange: maxAbsChange(fd.views[0]) };
     fitHeight(state.view);
     var chart = init("chart-flame", buildOption(option));
 
@@ -71,7 +86,13 @@
           var n = p.value;
           var name = fd.names[n[3]];
           var share = (100 * n[4] / state.view.total).toFixed(1);
-          return escapeHTML(name) + "<br>" + n[4] + " " + escapeHTML(state.view.unit || "samples") + " (" + share + " %)" + (n[5] & 1 ? "<br>mostly BLOCKED" : "");
+          var text = escapeHTML(name) + "<br>" + n[4] + " " + escapeHTML(state.view.unit || "samples") + " (" + share + " %)" + (n[5] & 1 ? "<br>mostly BLOCKED" : "");
+          if (state.view.change) {
+            var c = state.view.change[p.dataIndex], mine = n[4] / state.view.total;
+            var after = state.view.side === "after" ? mine : mine + c, before = after - c;
+            text += "<br>share before " + (100 * before).toFixed(1) + " %, after " + (100 * after).toFixed(1) + " % (" + (c >= 0 ? "+" : "") + (100 * c).toFixed(1) + " points)";
+          }
+          return text;
         }
       };
       base.yAxis = { type: "value", show: false, min: 0, max: Math.max(state.view.depth, 1), inverse: true };
@@ -89,11 +110,12 @@
       if (width < 0.3) return null;
       var matched = state.search && name.toLowerCase().indexOf(state.search) >= 0;
       var blocked = api.value(5) & 1;
+      var fill = state.view.change ? diffColor(state.view.change[params.dataIndex], state.maxChange) : colorOf(name);
       return {
         type: "rect",
         shape: { x: start[0], y: start[1], width: Math.max(width - 0.5, 0.3), height: height - 1 },
         style: {
-          fill: matched ? "#ff2fb4" : colorOf(name),
+          fill: matched ? "#ff2fb4" : fill,
           stroke: blocked ? "#c00000" : null,
           lineWidth: blocked ? 1.5 : 0
         },
@@ -141,6 +163,7 @@
       fd.views.forEach(function (v) {
         if (v.id === e.target.value) state.view = v;
       });
+      state.maxChange = maxAbsChange(state.view);
       fitHeight(state.view);
       chart.resize();
       state.min = 0;
@@ -185,6 +208,12 @@
     charts: charts,
     flame: flame && {
       state: function () { return { min: flame.state.min, max: flame.state.max, view: flame.state.view.id, matches: flame.state.matches, path: flame.state.path.slice() }; },
+      // fills returns the colour each node of the current view is drawn in
+      // (differential views: by its share's change).
+      fills: function () {
+        var v = flame.state.view;
+        return v.nodes.map(function (n, i) { return v.change ? diffColor(v.change[i], flame.state.maxChange) : colorOf(fd0.names[n[3]]); });
+      },
       // pixel returns the viewport coordinates of the centre of node i of
       // the current view, for clicking it.
       pixel: function (i) {

@@ -1,0 +1,311 @@
+package diff
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/testgolden"
+	"github.com/ctprof/ctprof/pkg/threaddump"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// testdata/before.txt and after.txt are three `jcmd <pid> Thread.print -l`
+// dumps each of the CapacityFix scenario (testdata/java): before, 8
+// workers queue on one Catalog monitor; after the fix ("3 split"), 3
+// workers hold it half as long and a Stats monitor takes the other half.
+const beforeFile, afterFile = "testdata/before.txt", "testdata/after.txt"
+
+func load(t *testing.T, name string) *Side {
+	t.Helper()
+	s, err := Load(context.Background(), name, strings.NewReader(""), LoadOptions{})
+	require.NoError(t, err)
+	return s
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	testgolden.Check(t, filepath.Join("testdata", "golden", name), got, *update, "go test ./internal/diff -update")
+}
+
+// TestGoldenDumpFiles pins the text and JSON of the diff of two fixed dump
+// files, so any change in what diff says shows in review.
+func TestGoldenDumpFiles(t *testing.T) {
+	doc := Compare(load(t, beforeFile), load(t, afterFile), Options{})
+	var text, js bytes.Buffer
+	require.NoError(t, Text(&text, doc, TextOptions{}))
+	require.NoError(t, JSON(&js, doc))
+	golden(t, "capacity-fix.txt", text.Bytes())
+	golden(t, "capacity-fix.json", js.Bytes())
+}
+
+// blockedOn counts, per dump of a file, the threads whose lock line says
+// they wait to enter a monitor of class: the dumps' own BLOCKED count.
+func blockedOn(t *testing.T, file, class string) []int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var per []int
+	for _, d := range strings.Split(string(b), "Full thread dump")[1:] {
+		per = append(per, countLines(d, "- waiting to lock <", "(a "+class+")"))
+	}
+	return per
+}
+
+func countLines(s, a, b string) int {
+	n := 0
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, a) && strings.Contains(l, b) {
+			n++
+		}
+	}
+	return n
+}
+
+func stats(per []int) (avg float64, peak int, share float64) {
+	seen := 0
+	for _, n := range per {
+		avg += float64(n)
+		peak = max(peak, n)
+		if n > 0 {
+			seen++
+		}
+	}
+	return avg / float64(len(per)), peak, float64(seen) / float64(len(per))
+}
+
+func findResource(doc *Document, class string) *Resource {
+	for i := range doc.Resources {
+		if doc.Resources[i].Class == class {
+			return &doc.Resources[i]
+		}
+	}
+	return nil
+}
+
+// TestResourcesMatchTheDumps checks each resource's figures on both sides
+// against the dumps' own lines, and the statuses both ways round.
+func TestResourcesMatchTheDumps(t *testing.T) {
+	before, after := load(t, beforeFile), load(t, afterFile)
+	for _, dir := range []struct {
+		name     string
+		doc      *Document
+		from, to string
+		appeared string
+	}{
+		{"forward", Compare(before, after, Options{}), beforeFile, afterFile, "appeared"},
+		{"reversed", Compare(after, before, Options{}), afterFile, beforeFile, "gone"},
+	} {
+		t.Run(dir.name, func(t *testing.T) {
+			for _, class := range []string{"CapacityFix$Catalog", "CapacityFix$Stats"} {
+				fromAvg, fromPeak, fromShare := stats(blockedOn(t, dir.from, class))
+				toAvg, toPeak, toShare := stats(blockedOn(t, dir.to, class))
+				r := findResource(dir.doc, class)
+				if fromPeak == 0 && toPeak == 0 {
+					assert.Nil(t, r, "%s: no waiter in either run", class)
+					continue
+				}
+				require.NotNil(t, r, "%s", class)
+				// The summary keeps averages to three decimals.
+				assert.InDelta(t, fromAvg, *r.AvgWaiters.Before, 5e-4, class)
+				assert.InDelta(t, toAvg, *r.AvgWaiters.After, 5e-4, class)
+				assert.Equal(t, float64(fromPeak), *r.PeakWaiters.Before, class)
+				assert.Equal(t, float64(toPeak), *r.PeakWaiters.After, class)
+				assert.InDelta(t, fromShare, *r.BlockedShare.Before, 5e-4, class)
+				assert.InDelta(t, toShare, *r.BlockedShare.After, 5e-4, class)
+				want := "both"
+				switch {
+				case fromPeak == 0:
+					want = "appeared"
+				case toPeak == 0:
+					want = "gone"
+				}
+				assert.Equal(t, want, r.Status, class)
+			}
+			stats := findResource(dir.doc, "CapacityFix$Stats")
+			require.NotNil(t, stats, "the fixture's after run waits on Stats")
+			assert.Equal(t, dir.appeared, stats.Status)
+		})
+	}
+}
+
+// TestJSONSummarySide reads a side from the JSON summary of the same dumps:
+// the same figures, no stacks, and a note saying why there is no flame
+// graph.
+func TestJSONSummarySide(t *testing.T) {
+	before := load(t, beforeFile)
+	path := filepath.Join(t.TempDir(), "before.json")
+	b, err := json.MarshalIndent(before.Summary, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+
+	fromJSON := load(t, path)
+	assert.Equal(t, "summary", fromJSON.Kind)
+	assert.Empty(t, fromJSON.Stacks)
+	after := load(t, afterFile)
+	want, got := Compare(before, after, Options{}), Compare(fromJSON, after, Options{})
+	assert.Equal(t, want.Resources, got.Resources)
+	assert.Equal(t, want.Figures, got.Figures)
+	wf, _ := json.Marshal(want.Findings)
+	gf, _ := json.Marshal(got.Findings)
+	assert.JSONEq(t, string(wf), string(gf))
+	assert.Contains(t, strings.Join(got.Notes, "\n"), "no stacks in the before run")
+
+	// From standard input too.
+	s, err := Load(context.Background(), "-", bytes.NewReader(b), LoadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "summary", s.Kind)
+	assert.Equal(t, "standard input", s.Name)
+	// And a dump on standard input is still a dump.
+	dump, err := os.ReadFile(afterFile)
+	require.NoError(t, err)
+	s, err = Load(context.Background(), "-", bytes.NewReader(dump), LoadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "profile", s.Kind)
+	assert.Equal(t, 3, s.Summary.Dumps)
+}
+
+// A directory is one run: its files in name order.
+func TestDirectorySide(t *testing.T) {
+	b, err := os.ReadFile(beforeFile)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	parts := strings.SplitAfter(string(b), "JNI global refs")
+	n := 0
+	for _, p := range parts {
+		if strings.Contains(p, "Full thread dump") {
+			n++
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "dump-"+string(rune('0'+n))+".txt"), []byte(p), 0o644))
+		}
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".hidden"), []byte("not a dump"), 0o644))
+	s := load(t, dir)
+	assert.Equal(t, 3, s.Summary.Dumps)
+	whole := load(t, beforeFile)
+	assert.Equal(t, whole.Summary.ContentionSites[0].AvgWaiters, s.Summary.ContentionSites[0].AvgWaiters)
+}
+
+// A thread dump in JSON (Thread.dump_to_file) is a dump, not a summary.
+func TestSniffLeavesJSONDumps(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "threads.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"threadDump": {"processId": "1", "time": "2026-11-26T10:00:00Z", "runtimeVersion": "21", "threadContainers": [{"container": "<root>", "parent": null, "owner": null, "threads": [{"tid": "1", "name": "main", "stack": ["A.b(A.java:1)"]}], "threadCount": "1"}]}}`), 0o644))
+	doc, err := sniffDocument(path, nil)
+	require.NoError(t, err)
+	assert.Nil(t, doc)
+	keys := topLevelKeys([]byte(`{"schema": 1, "samples": 3, "locks": [`))
+	assert.True(t, keys["schema"] && keys["samples"], "a prefix is enough to tell: %v", keys)
+}
+
+// A scale document's level is a side, with its throughput.
+func TestScaleDocumentSide(t *testing.T) {
+	before := load(t, beforeFile)
+	after := load(t, afterFile)
+	doc := map[string]any{
+		"vary": "concurrency", "throughput_source": "output", "fit": nil, "locks": []any{}, "findings": []any{},
+		"levels":    []map[string]any{{"n": 2, "throughput": 100.0}, {"n": 8, "throughput": 250.0}},
+		"summaries": []*analysis.Summary{after.Summary, before.Summary},
+	}
+	b, err := json.Marshal(doc)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "scale.json")
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+
+	s := load(t, path)
+	assert.Equal(t, "scale", s.Kind)
+	assert.Equal(t, 8, s.Level, "the highest level by default")
+	require.NotNil(t, s.Throughput)
+	assert.Equal(t, 250.0, *s.Throughput)
+	s2, err := Load(context.Background(), path, nil, LoadOptions{Level: 2})
+	require.NoError(t, err)
+	assert.Equal(t, 100.0, *s2.Throughput)
+	_, err = Load(context.Background(), path, nil, LoadOptions{Level: 3})
+	assert.ErrorContains(t, err, "no level 3")
+
+	d := Compare(s2, s, Options{})
+	require.NotEmpty(t, d.Figures)
+	tp := d.Figures[0]
+	assert.Equal(t, "throughput", tp.ID)
+	assert.Equal(t, "up", tp.Direction)
+	assert.Equal(t, "better", tp.Verdict)
+	assert.Equal(t, 150.0, *tp.ChangePercent)
+
+	// The user's figure wins over the level's.
+	u := 90.0
+	d = Compare(s2, s, Options{AfterThroughput: &u})
+	assert.Equal(t, "worse", d.Figures[0].Verdict)
+}
+
+// FindingKey joins a run's finding with the other's however its numbers
+// and its instance's address moved.
+func TestFindingKey(t *testing.T) {
+	a := analysis.Finding{Kind: "lock-hotspot", Summary: "Up to 7 threads …", Evidence: []string{"monitor CapacityFix$Catalog 0x00000000f0086a48"}}
+	b := analysis.Finding{Kind: "lock-hotspot", Summary: "2 threads …", Evidence: []string{"monitor CapacityFix$Catalog 0x00000000f0086930"}}
+	assert.Equal(t, FindingKey(a), FindingKey(b))
+	c := analysis.Finding{Kind: "lock-hotspot", Evidence: []string{"monitor CapacityFix$Stats 0x00000000f0086930"}}
+	assert.NotEqual(t, FindingKey(a), FindingKey(c))
+	s1 := analysis.Finding{Kind: "serialization", Summary: `Monitor X serializes pool "worker-N": of its 8 threads, 1.3 run`}
+	s2 := analysis.Finding{Kind: "serialization", Summary: `Monitor X serializes pool "worker-N": of its 3 threads, 0.9 run`}
+	assert.Equal(t, FindingKey(s1), FindingKey(s2))
+	st1 := analysis.Finding{Kind: "stuck-thread", Summary: `Thread "a" is BLOCKED in the same stack in all 3 dumps, at A.b(A.java:1).`}
+	st2 := analysis.Finding{Kind: "stuck-thread", Summary: `2 threads are BLOCKED in the same stack in all 5 dumps, at A.b(A.java:1).`}
+	assert.Equal(t, FindingKey(st1), FindingKey(st2))
+}
+
+// Names read from a dump reach the terminal escaped, and the JSON escapes
+// markup.
+func TestHostileNamesEscaped(t *testing.T) {
+	name := "evil\x1b[31m<script>\u202e"
+	dump := "2026-11-23 10:00:00\nFull thread dump OpenJDK 64-Bit Server VM (17.0.9+9 mixed mode):\n\n" +
+		thread(1, name+" 1", "RUNNABLE", "- locked", name) +
+		thread(2, name+" 2", "BLOCKED (on object monitor)", "- waiting to lock", name) +
+		thread(3, name+" 3", "BLOCKED (on object monitor)", "- waiting to lock", name)
+	dumps, err := threaddump.ParseBytes([]byte(dump))
+	require.NoError(t, err)
+	require.Len(t, dumps[0].Threads, 3)
+	path := filepath.Join(t.TempDir(), "hostile.txt")
+	require.NoError(t, os.WriteFile(path, []byte(dump), 0o644))
+	doc := Compare(load(t, beforeFile), load(t, path), Options{})
+	var text, js bytes.Buffer
+	require.NoError(t, Text(&text, doc, TextOptions{}))
+	require.NoError(t, JSON(&js, doc))
+	assert.NotContains(t, text.String(), "\x1b", "no raw escape reaches the terminal")
+	assert.NotContains(t, text.String(), "\u202e", "no raw bidi override reaches the terminal")
+	assert.Contains(t, text.String(), "evil")
+	assert.NotContains(t, js.String(), "<script>")
+	assert.Contains(t, js.String(), `\u003cscript\u003e`)
+}
+
+func thread(i int, name, state, lockLine, lock string) string {
+	status := "runnable"
+	if strings.HasPrefix(state, "BLOCKED") {
+		status = "waiting for monitor entry"
+	}
+	return "\"" + name + "\" #" + string(rune('0'+i)) + " prio=5 os_prio=0 cpu=1.00ms elapsed=5.00s tid=0x00007f000000000" + string(rune('0'+i)) + " nid=0x10" + string(rune('0'+i)) + " " + status + "  [0x00007f0000a00000]\n" +
+		"   java.lang.Thread.State: " + state + "\n" +
+		"\tat evil.Svc.run(Svc.java:20)\n" +
+		"\t" + lockLine + " <0x0000000700000001> (a " + lock + ")\n" +
+		"\tat java.lang.Thread.run(Thread.java:833)\n\n"
+}
+
+func TestNormalizeFrame(t *testing.T) {
+	for in, want := range map[string]string{
+		"CapacityFix$$Lambda$1/0x00007fdf95001000.run":          "CapacityFix$$Lambda.run",
+		"Foo$$Lambda/0x0000000801234567.run":                    "Foo$$Lambda.run",
+		"Foo$$Lambda$14.run":                                    "Foo$$Lambda.run",
+		"jdk.internal.reflect.GeneratedMethodAccessor12.invoke": "jdk.internal.reflect.GeneratedMethodAccessor.invoke",
+		"com.sun.proxy.$Proxy42.call":                           "com.sun.proxy.$Proxy.call",
+		"CapacityFix$Catalog.lookup(CapacityFix.java:24)":       "CapacityFix$Catalog.lookup(CapacityFix.java:24)",
+	} {
+		assert.Equal(t, want, NormalizeFrame(in), in)
+	}
+}
