@@ -37,6 +37,9 @@ type FutexWait struct {
 	// safepoint barrier waits on an odd safepoint id, untimed).
 	Value uint64
 	Timed bool
+	// Holder is what the lock's memory says of its holder (MemReader);
+	// nil when not read or not known.
+	Holder *LockHolder
 }
 
 // futex(2) operations and flags (linux/futex.h).
@@ -71,6 +74,12 @@ func classifyFutex(op, val uint64, loc Location) FutexKind {
 	switch loc.SymbolSize {
 	case sizeofPthreadCond:
 		return FutexCondition
+	case sizeofPthreadRwlock:
+		// An rwlock's waiters wait with FUTEX_WAIT_BITSET, as a
+		// condition's do, on its phase or writers word.
+		if loc.SymbolOffset == 8 || loc.SymbolOffset == 12 {
+			return FutexLock
+		}
 	case sizeofPthreadMutex:
 		if loc.SymbolOffset == 0 {
 			return FutexLock
@@ -165,6 +174,7 @@ func GroupFutexWaits(threads []Thread, sym *Symbolizer) []FutexWait {
 		}
 	}
 	out := make([]FutexWait, 0, groups)
+	var stacks stackOwners
 	for i := 0; i < len(ws); {
 		j := i
 		for ; j < len(ws) && ws[j].addr == ws[i].addr; j++ {
@@ -172,8 +182,11 @@ func GroupFutexWaits(threads []Thread, sym *Symbolizer) []FutexWait {
 		}
 		fw := FutexWait{Address: ws[i].addr, Op: futexOpName(ws[i].op), Value: ws[i].val, Timed: ws[i].timed, Location: Location{Address: ws[i].addr}, TIDs: tids[i:j:j]}
 		if sym != nil {
-			if loc, err := sym.Resolve(fw.Address); err == nil {
-				fw.Location = loc
+			if r, err := sym.resolveSpan(fw.Address); err == nil {
+				fw.Location = r.loc
+				if r.loc.Module == anonymousMemory && r.end > r.start {
+					fw.Location = stacks.name(threads, r, sym)
+				}
 			}
 		}
 		fw.Kind = classifyFutex(ws[i].op, ws[i].val, fw.Location)
@@ -211,4 +224,47 @@ func TimedWait(t *Thread) bool {
 		return a[4] != 0
 	}
 	return false
+}
+
+// stackOwners tells which thread's stack an anonymous mapping is: the
+// thread whose stack pointer, as its blocked system call left it, lies in
+// the mapping. A thread that runs has none to show; its stack stays
+// "anonymous memory".
+type stackOwners struct {
+	sps []stackPointer // built on first use
+}
+
+type stackPointer struct {
+	sp  uint64
+	tid int
+}
+
+// name renames r's location "[stack:TID]" (with the offset from the
+// mapping's start) when a thread's stack pointer lies in its mapping, or
+// lay there at an earlier sweep (sym remembers it): the owner of a stack
+// runs now and then, and its futex must not change names when it does.
+func (so *stackOwners) name(threads []Thread, r resolved, sym *Symbolizer) Location {
+	if so.sps == nil {
+		so.sps = make([]stackPointer, 0, 16)
+		for i := range threads {
+			if t := &threads[i]; t.Syscall >= 0 && t.SyscallSP != 0 {
+				so.sps = append(so.sps, stackPointer{t.SyscallSP, t.TID})
+			}
+		}
+	}
+	tid := 0
+	for _, p := range so.sps {
+		if p.sp >= r.start && p.sp < r.end {
+			tid = p.tid
+			break
+		}
+	}
+	if tid != 0 {
+		sym.noteStack(r.start, tid)
+	} else if tid = sym.stacks[r.start]; tid == 0 {
+		return r.loc
+	}
+	l := r.loc
+	l.Module = "[stack:" + strconv.Itoa(tid) + "]"
+	return l
 }

@@ -25,6 +25,10 @@ type Mapping struct {
 // Deleted reports a file that was deleted after it was mapped.
 func (m Mapping) Deleted() bool { return strings.HasSuffix(m.Path, " (deleted)") }
 
+// Shared reports a shared mapping (MAP_SHARED): memory other processes
+// may map too, never a binary's image.
+func (m Mapping) Shared() bool { return len(m.Perms) == 4 && m.Perms[3] == 's' }
+
 // FileBacked reports whether the mapping maps a file.
 func (m Mapping) FileBacked() bool { return m.Inode != 0 && strings.HasPrefix(m.Path, "/") }
 

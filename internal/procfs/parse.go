@@ -139,6 +139,7 @@ func parseSchedstat(b []byte, t *Thread) {
 // outside a system call) or "nr arg1 ... arg6 sp pc" with hex arguments.
 func parseSyscall(b []byte, t *Thread) {
 	b = trim(b)
+	t.SyscallSP, t.SyscallPC = 0, 0
 	switch {
 	case len(b) == 0:
 		return
@@ -154,13 +155,22 @@ func parseSyscall(b []byte, t *Thread) {
 		i++
 	}
 	t.Syscall = atoi(b[:i])
-	for k := 0; k < len(t.SyscallArgs) && i < len(b); k++ {
+	// "nr arg1 ... arg6 sp pc": the first five arguments, the sixth
+	// skipped, then the stack pointer and program counter.
+	for k := 0; k < 8 && i < len(b); k++ {
 		i++
 		j := i
 		for j < len(b) && b[j] != ' ' {
 			j++
 		}
-		t.SyscallArgs[k] = hexu(b[i:j])
+		switch v := hexu(b[i:j]); {
+		case k < len(t.SyscallArgs):
+			t.SyscallArgs[k] = v
+		case k == 6:
+			t.SyscallSP = v
+		case k == 7:
+			t.SyscallPC = v
+		}
 		i = j
 	}
 }

@@ -3,7 +3,6 @@ package procfs
 import (
 	"debug/elf"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -11,20 +10,27 @@ import (
 )
 
 // Location names an address in a process: the binary it belongs to and the
-// symbol that covers it, or the anonymous mapping it lies in.
+// symbol that covers it, or the mapping it lies in. Every part of its name
+// but Address stays the same from run to run of one program (ASLR moves
+// the mappings, not what lies at an offset in them), so a lock keeps its
+// name across runs; see String.
 type Location struct {
 	Address uint64
 	// Module is the binary's base name ("app", "libc.so.6"), or for memory
-	// that belongs to no file a description of the mapping ("[heap]",
-	// "anonymous rw-p 7f12a000-7f12c000").
+	// that belongs to no binary a description of the mapping: "[heap]",
+	// "[stack:TID]" (a thread's stack; the process's id for the main
+	// one), "shared memory (anonymous)", "shared memory (file PATH)",
+	// "anonymous memory", or the kernel's pseudo name ("[anon:name]").
 	Module string
 	// ModulePath is the binary's path as the target sees it; "" for
 	// anonymous memory.
 	ModulePath string
 	// Offset is the address relative to the module's load address (the ELF
-	// virtual address), or to the start of the anonymous mapping.
+	// virtual address), to the start of the file for a shared file
+	// mapping, or to the start of any other mapping.
 	Offset uint64
-	// Symbol is the ELF symbol covering the address ("" when none) and
+	// Symbol is the ELF symbol covering the address ("" when none),
+	// demangled when it is a C++ name, and
 	// SymbolOffset the address's distance from its start; SymbolSize is
 	// the symbol's size in bytes.
 	Symbol       string
@@ -32,18 +38,32 @@ type Location struct {
 	SymbolSize   uint64
 }
 
-// String renders "contended_mutex (app+0x4040)", "cond+0x8 (app+0x4088)",
-// "app+0x4040" or "[heap]+0x1a0".
+// String is the address's stable name: "contended_mutex (app+0x4040)",
+// "cond+0x8 (app+0x4088)", "app+0x4040", "[heap]+0x1a0",
+// "[stack:4242]+0x1f40", "shared memory (anonymous)+0x40"; the raw
+// address ("0x7f12a0001a0") only when no mapping held it.
 func (l Location) String() string {
+	if l.Module == "" {
+		return "0x" + strconv.FormatUint(l.Address, 16)
+	}
 	where := l.Module + "+0x" + strconv.FormatUint(l.Offset, 16)
 	if l.Symbol == "" {
 		return where
 	}
-	sym := l.Symbol
-	if l.SymbolOffset != 0 {
-		sym += "+0x" + strconv.FormatUint(l.SymbolOffset, 16)
+	return l.ShortName() + " (" + where + ")"
+}
+
+// ShortName is the name without the module's part when a symbol names
+// the address ("contended_mutex", "cond+0x8"), String otherwise: what a
+// narrow column or a metric label shows.
+func (l Location) ShortName() string {
+	if l.Symbol == "" {
+		return l.String()
 	}
-	return sym + " (" + where + ")"
+	if l.SymbolOffset != 0 {
+		return l.Symbol + "+0x" + strconv.FormatUint(l.SymbolOffset, 16)
+	}
+	return l.Symbol
 }
 
 // Symbolizer resolves addresses of one process against its mappings and
@@ -60,7 +80,7 @@ type Symbolizer struct {
 	// otherwise walk them all again.
 	ranges  []moduleRange
 	modules map[string]*elfModule // by path
-	cache   map[uint64]Location
+	cache   map[uint64]resolved
 	// query, where the kernel has PROCMAP_QUERY, finds the mapping of
 	// each new address in the target's open maps, so that the maps text
 	// (two lines per thread of a JVM) is never read; noQuery: it has not,
@@ -69,6 +89,22 @@ type Symbolizer struct {
 	query   *mapsQuery
 	noQuery bool
 	queried int
+	// stacks remembers, by the start of an anonymous mapping, the thread
+	// whose stack it was last seen to be (GroupFutexWaits).
+	stacks map[uint64]int
+}
+
+// maxStacks bounds the stacks remembered; a process may create and end
+// threads for hours.
+const maxStacks = 4096
+
+// noteStack remembers that the mapping starting at start is tid's stack
+// (a later thread may reuse a stack glibc kept: the latest sighting wins).
+func (s *Symbolizer) noteStack(start uint64, tid int) {
+	if s.stacks == nil || len(s.stacks) >= maxStacks {
+		s.stacks = map[uint64]int{}
+	}
+	s.stacks[start] = tid
 }
 
 // queryBudget is the number of addresses resolved by PROCMAP_QUERY before
@@ -85,34 +121,47 @@ var queryBudget = 1024
 // number of distinct heap addresses over hours.
 const maxCachedLocations = 8192
 
+// resolved is a cached name with, for private anonymous memory (which
+// may be a thread's stack), the span of its mapping.
+type resolved struct {
+	loc        Location
+	start, end uint64
+}
+
 // NewSymbolizer returns a symbolizer for pid; it reads the maps on first use.
 func (f FS) NewSymbolizer(pid int) *Symbolizer {
-	return &Symbolizer{fs: f, pid: pid, modules: map[string]*elfModule{}, cache: map[uint64]Location{}}
+	return &Symbolizer{fs: f, pid: pid, modules: map[string]*elfModule{}, cache: map[uint64]resolved{}}
 }
 
 // Resolve names addr. An address that no mapping contains gets a Location
 // with only Address set. Errors mean the maps could not be read at all.
 func (s *Symbolizer) Resolve(addr uint64) (Location, error) {
-	if l, ok := s.cache[addr]; ok {
-		return l, nil
+	r, err := s.resolveSpan(addr)
+	return r.loc, err
+}
+
+// resolveSpan is Resolve with the span of an anonymous mapping.
+func (s *Symbolizer) resolveSpan(addr uint64) (resolved, error) {
+	if r, ok := s.cache[addr]; ok {
+		return r, nil
 	}
-	l, found, err := s.resolve(addr)
+	r, found, err := s.resolve(addr)
 	if err != nil {
-		return Location{Address: addr}, err
+		return resolved{loc: Location{Address: addr}}, err
 	}
 	if !found {
 		// The mappings may have changed since they were read (a new
 		// library, a new arena): read them once more.
 		s.maps = nil
-		if l, found, err = s.resolve(addr); err != nil {
-			return Location{Address: addr}, err
+		if r, found, err = s.resolve(addr); err != nil {
+			return resolved{loc: Location{Address: addr}}, err
 		}
 	}
 	if len(s.cache) >= maxCachedLocations {
 		clear(s.cache)
 	}
-	s.cache[addr] = l
-	return l, nil
+	s.cache[addr] = r
+	return r, nil
 }
 
 // Prepare readies the symbolizer for Resolve: it opens the target's maps
@@ -184,9 +233,9 @@ func (s *Symbolizer) readMaps() error {
 	return nil
 }
 
-func (s *Symbolizer) resolve(addr uint64) (Location, bool, error) {
+func (s *Symbolizer) resolve(addr uint64) (resolved, bool, error) {
 	if err := s.Prepare(); err != nil {
-		return Location{}, false, err
+		return resolved{}, false, err
 	}
 	if s.query != nil && s.queried >= queryBudget {
 		s.query.Close()
@@ -197,24 +246,24 @@ func (s *Symbolizer) resolve(addr uint64) (Location, bool, error) {
 		return s.resolveByQuery(addr)
 	}
 	if err := s.readMaps(); err != nil {
-		return Location{}, false, err
+		return resolved{}, false, err
 	}
 	// A file's .bss continues past its last file-backed mapping into
 	// anonymous memory, so try the binaries' address ranges first.
 	for _, mod := range s.ranges {
 		if addr >= mod.start && addr < mod.end {
 			if em := s.module(mod.path, mod.mapping); em.holds(addr) {
-				return inModule(addr, mod.path, em), true, nil
+				return resolved{loc: inModule(addr, mod.path, em)}, true, nil
 			}
 			break // past the binary's .bss: anonymous memory merged into it
 		}
 	}
 	if i := sort.Search(len(s.maps), func(i int) bool { return s.maps[i].End > addr }); i < len(s.maps) {
 		if m := s.maps[i]; addr >= m.Start {
-			return inMapping(addr, m), true, nil
+			return s.inMapping(addr, m), true, nil
 		}
 	}
-	return Location{Address: addr}, false, nil
+	return resolved{loc: Location{Address: addr}}, false, nil
 }
 
 // inModule names addr in the binary at path, whose ELF data em holds: its
@@ -228,32 +277,53 @@ func inModule(addr uint64, path string, em *elfModule) Location {
 	vaddr := addr - em.bias
 	l.Offset = vaddr
 	if sym, ok := em.lookup(vaddr); ok {
-		l.Symbol, l.SymbolOffset, l.SymbolSize = sym.name, vaddr-sym.value, sym.size
+		l.Symbol, l.SymbolOffset, l.SymbolSize = demangleSymbol(sym.name), vaddr-sym.value, sym.size
 	}
 	return l
 }
 
-// inMapping names addr in a mapping of no binary: by its pseudo name
-// ("[heap]"), or as anonymous memory.
-func inMapping(addr uint64, m Mapping) Location {
+// inMapping names addr in a mapping of no binary, by what stays the same
+// from run to run: shared memory by its file and the offset in it (a
+// shared anonymous mapping shows as "/dev/zero (deleted)", System V
+// memory as "/SYSV<key> (deleted)": both are anonymous, not the files
+// their names suggest), the main stack as the process's, a pseudo name
+// ("[heap]") with the offset from its start, and other anonymous memory
+// as such. GroupFutexWaits names a thread's stack by the thread whose
+// stack pointer lies in it, for which the span is returned.
+func (s *Symbolizer) inMapping(addr uint64, m Mapping) resolved {
 	l := Location{Address: addr, Module: m.Path, Offset: addr - m.Start}
-	if m.Path == "" {
-		l.Module = fmt.Sprintf("anonymous %s %x-%x", m.Perms, m.Start, m.End)
+	switch {
+	case m.Shared():
+		l.Offset = addr - m.Start + m.Offset
+		if m.Path == "" || m.Path == "/dev/zero (deleted)" || strings.HasPrefix(m.Path, "/SYSV") {
+			l.Module = "shared memory (anonymous)"
+		} else {
+			l.Module = "shared memory (file " + m.Path + ")"
+		}
+	case m.Path == "[stack]":
+		l.Module = "[stack:" + strconv.Itoa(s.pid) + "]"
+	case m.Path == "":
+		l.Module = anonymousMemory
+		return resolved{loc: l, start: m.Start, end: m.End}
 	}
-	return l
+	return resolved{loc: l}
 }
+
+// anonymousMemory names private memory of no file and no pseudo name (a
+// malloc arena, a thread's stack not yet told apart).
+const anonymousMemory = "anonymous memory"
 
 // resolveByQuery is resolve through PROCMAP_QUERY: the mapping that covers
 // addr, and for anonymous memory the one right before it, whose .bss it
 // may be. It names addresses as resolve does from the maps text.
-func (s *Symbolizer) resolveByQuery(addr uint64) (Location, bool, error) {
-	l := Location{Address: addr}
+func (s *Symbolizer) resolveByQuery(addr uint64) (resolved, bool, error) {
+	l := resolved{loc: Location{Address: addr}}
 	m, ok, err := s.query.find(addr, false, false)
 	if err != nil || !ok {
 		return l, false, err
 	}
 	mod := m
-	if !m.FileBacked() && m.Path == "" && m.Start > 0 {
+	if !m.FileBacked() && m.Path == "" && !m.Shared() && m.Start > 0 {
 		// A file's .bss continues past its last file-backed mapping into
 		// the anonymous one right after its private writable data.
 		prev, ok, err := s.query.find(m.Start-1, false, false)
@@ -264,17 +334,17 @@ func (s *Symbolizer) resolveByQuery(addr uint64) (Location, bool, error) {
 			mod = prev
 		}
 	}
-	if !mod.FileBacked() {
-		return inMapping(addr, m), true, nil
+	if !mod.FileBacked() || mod.Shared() {
+		return s.inMapping(addr, m), true, nil
 	}
 	em, ok := s.modules[mod.Path]
 	if !ok {
 		em = s.module(mod.Path, s.firstMapping(mod))
 	}
 	if !em.holds(addr) {
-		return inMapping(addr, m), true, nil
+		return s.inMapping(addr, m), true, nil
 	}
-	return inModule(addr, mod.Path, em), true, nil
+	return resolved{loc: inModule(addr, mod.Path, em)}, true, nil
 }
 
 // firstMapping walks back from m over the mappings of the same file right
@@ -304,7 +374,8 @@ func moduleRanges(maps []Mapping) []moduleRange {
 	var out []moduleRange
 	idx := map[string]int{}
 	for i, m := range maps {
-		if !m.FileBacked() {
+		// Shared memory is no binary's, whatever file backs it.
+		if !m.FileBacked() || m.Shared() {
 			continue
 		}
 		end := m.End
@@ -429,6 +500,20 @@ func (s *Symbolizer) module(path string, first Mapping) *elfModule {
 	for _, m := range s.modules {
 		if m.syms != nil && m.syms.file != nil {
 			open++
+		}
+	}
+	if !hasSymtab(f) {
+		// A stripped binary: its full table may be in a debug package.
+		if dfile, df := openDebugFile(s.fs, s.pid, buildID(f)); dfile != nil {
+			if t := loadSymbols(dfile, df, open >= maxOpenModules); len(t.syms) > 0 {
+				file.Close()
+				em.syms = t
+				if t.file == nil {
+					dfile.Close()
+				}
+				return em
+			}
+			dfile.Close()
 		}
 	}
 	em.syms = loadSymbols(file, f, open >= maxOpenModules)

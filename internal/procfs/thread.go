@@ -44,6 +44,11 @@ type Thread struct {
 	// timeout).
 	Syscall     int
 	SyscallArgs [5]uint64
+	// SyscallSP and SyscallPC are the user stack pointer and program
+	// counter of a thread blocked in a system call (the last two fields
+	// of /proc/<tid>/syscall); zero otherwise. The stack pointer tells
+	// which thread's stack a futex lies on.
+	SyscallSP, SyscallPC uint64
 }
 
 // Markers of Thread.Syscall.

@@ -44,22 +44,28 @@ func sourceDir() (string, error) {
 
 var compileMu sync.Mutex
 
-// Build compiles testdata/c/<name>.c (cached under the temp dir by a hash
-// of the source, shared by test binaries) and returns the executable's path.
+// Build compiles testdata/c/<name>.c, or <name>.cc with the C++ compiler
+// (cached under the temp dir by a hash of the source, shared by test
+// binaries) and returns the executable's path.
 func Build(t testing.TB, name string) string {
 	t.Helper()
 	dir, err := sourceDir()
 	if err != nil {
 		t.Fatalf("testnative: %v", err)
 	}
-	src := filepath.Join(dir, name+".c")
+	src, compiler, flags := filepath.Join(dir, name+".c"), "cc", []string{"-O1", "-g", "-Wall", "-pthread"}
+	if _, err := os.Stat(src); err != nil {
+		if _, errCC := os.Stat(filepath.Join(dir, name+".cc")); errCC == nil {
+			src, compiler, flags = filepath.Join(dir, name+".cc"), "c++", []string{"-O1", "-g", "-Wall", "-pthread", "-std=c++17"}
+		}
+	}
 	code, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatalf("testnative: %v", err)
 	}
-	cc, err := exec.LookPath("cc")
+	cc, err := exec.LookPath(compiler)
 	if err != nil {
-		t.Fatalf("testnative: no C compiler (cc) on PATH: install Debian's gcc (make test does) — %v", err)
+		t.Fatalf("testnative: no compiler (%s) on PATH: install Debian's gcc and g++ (make test does) — %v", compiler, err)
 	}
 	sum := sha256.Sum256(code)
 	// The binary keeps the program's name (the kernel's comm and the
@@ -78,7 +84,42 @@ func Build(t testing.TB, name string) string {
 	tmp := out + fmt.Sprintf(".tmp%d", os.Getpid())
 	// -g keeps the symbol table the futex symbolizer reads, as an
 	// unstripped development build would.
-	cmd := exec.Command(cc, "-O1", "-g", "-Wall", "-pthread", "-o", tmp, src)
+	cmd := exec.Command(cc, append(flags, "-o", tmp, src)...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("testnative: %s: %v\n%s", strings.Join(cmd.Args, " "), err, b)
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		t.Fatalf("testnative: %v", err)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		t.Fatalf("testnative: %v", err)
+	}
+	return out
+}
+
+// BuildStripped is Build with the symbol table stripped (strip(1)), as a
+// release build ships: a copy in a directory of its own, under the same
+// name, so the kernel's comm and the module name are those of the
+// unstripped build.
+func BuildStripped(t testing.TB, name string) string {
+	t.Helper()
+	bin := Build(t, name)
+	dir := filepath.Join(filepath.Dir(bin), "stripped")
+	out := filepath.Join(dir, name)
+	compileMu.Lock()
+	defer compileMu.Unlock()
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	strip, err := exec.LookPath("strip")
+	if err != nil {
+		t.Fatalf("testnative: no strip on PATH: install Debian's binutils (make test does) — %v", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("testnative: %v", err)
+	}
+	tmp := out + fmt.Sprintf(".tmp%d", os.Getpid())
+	cmd := exec.Command(strip, "-o", tmp, bin)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("testnative: %s: %v\n%s", strings.Join(cmd.Args, " "), err, b)
 	}
@@ -114,6 +155,9 @@ type Options struct {
 	// its own (testprio.Prioritized), for a test whose figures the rest
 	// of the machine's load would move. The pid is still the program's.
 	Prioritized bool
+	// Stripped runs the program built without its symbol table
+	// (BuildStripped).
+	Stripped bool
 }
 
 // Start builds and starts testdata/c/<name>.c with args, waits for its
@@ -126,7 +170,12 @@ func Start(t testing.TB, name string, args ...string) *Process {
 // StartWith is Start with options.
 func StartWith(t testing.TB, o Options, name string, args ...string) *Process {
 	t.Helper()
-	bin := Build(t, name)
+	bin := ""
+	if o.Stripped {
+		bin = BuildStripped(t, name)
+	} else {
+		bin = Build(t, name)
+	}
 	command := append([]string{bin}, args...)
 	if o.Prioritized {
 		command = testprio.Prioritized(t, command...)
