@@ -50,78 +50,107 @@ func saturationFindings(s *Summary) []Finding {
 	if cause == CauseNone {
 		return nil
 	}
-	own, others := waitSplit(sc)
-	pct := 100 * sc.RunQueueWaitShare
 	f := Finding{
 		Kind:     FindingCPUSaturation,
 		Severity: SeverityWarning,
 		Cause:    cause,
 		impact:   3e5 + 100*sc.RunQueueWaitShare,
 	}
-	var ev []string
 	switch cause {
 	case CauseOwnThreads:
-		if sc.RunQueueWaitShare >= saturationCriticalShare {
-			f.Severity = SeverityCritical
-		}
-		f.Summary = fmt.Sprintf("The process's threads queue behind each other: %.2f runnable on average for %s, of which %.2f wait in a run queue (%.0f %% of their runnable time).",
-			sc.RunnableAvg, plural(sc.CPUs, "CPU"), sc.WaitingForCPUAvg, pct)
-		ev = append(ev, fmt.Sprintf("more threads are runnable than the %s the process may use: its own threads take turns on them (host load average %.2f)",
-			plural(sc.CPUs, "CPU"), sc.HostLoad1))
-		if others >= saturationMinorPart*sc.WaitingForCPUAvg {
-			ev = append(ev, fmt.Sprintf("other work also holds its CPUs: its threads run on only %.2f of them%s", sc.RunningAvg, othersClause(s)))
-			ev = append(ev, consumerEvidence(sc)...)
-		}
-		f.NextStep = "Run fewer runnable threads than the process has CPUs (smaller pools, fewer busy loops, no polling), or give it more CPUs (its affinity, its cgroup, a larger host); for latency-critical threads a fixed-priority class (chrt) cuts their involuntary switches."
+		ownThreadsSaturation(s, &f)
 	case CauseOtherProcesses:
-		f.Summary = fmt.Sprintf("Other processes take the CPUs: the process's threads run on %.2f of its %s while %.2f wait in a run queue (%.0f %% of their runnable time).",
-			sc.RunningAvg, plural(sc.CPUs, "CPU"), sc.WaitingForCPUAvg, pct)
-		why := othersClause(s)
-		if why == "" {
-			// A recording does not keep the host's CPU time.
-			why = ": other work takes them, or the waiting threads may run on fewer CPUs than the process"
-		}
-		ev = append(ev, fmt.Sprintf("its threads could run on %.2f more of its CPUs, yet wait%s (host load average %.2f)",
-			float64(sc.CPUs)-sc.RunningAvg, why, sc.HostLoad1))
-		ev = append(ev, consumerEvidence(sc)...)
-		if own >= saturationMinorPart*sc.WaitingForCPUAvg {
-			ev = append(ev, fmt.Sprintf("its own runnable threads (%.2f) also outnumber its %s: %.2f of the waiting would remain on a quiet host",
-				sc.RunnableAvg, plural(sc.CPUs, "CPU"), own))
-		}
-		f.NextStep = "The program is the victim here: move the busy neighbours or this process to other hosts or CPUs, pin each to CPUs of its own (taskset, cpusets), or reserve CPU for this process (a cgroup's cpu.weight or cpuset, nice for the others)."
+		otherProcessesSaturation(s, &f)
 	case CauseCgroupQuota:
-		q := sc.Quota
-		f.Summary = fmt.Sprintf("A cgroup CPU quota throttles the process: it may use %.2f CPU and its threads run on %.2f while %.2f wait in a run queue (%.0f %% of their runnable time).",
-			q.CPUs, sc.RunningAvg, sc.WaitingForCPUAvg, pct)
-		ev = append(ev, fmt.Sprintf("cgroup %q (%s) held the process back in %.0f %% of the %d periods it had work in, %.2f s in all",
-			q.Cgroup, quotaSetting(q), 100*q.ThrottledShare, q.Periods, q.ThrottledSeconds))
-		if sc.RunnableAvg > q.CPUs {
-			ev = append(ev, fmt.Sprintf("its %.2f runnable threads want more than the quota's %.2f CPU", sc.RunnableAvg, q.CPUs))
-		}
-		f.NextStep = "Raise the quota to what the process needs at its peak (cpu.max, or the container's CPU limit), or make it need less: fewer runnable threads than the quota's CPUs, smaller pools."
+		quotaSaturation(s, &f)
 	default:
-		forCPUs := ""
-		if sc.CPUs > 0 {
-			forCPUs = " for " + plural(sc.CPUs, "CPU")
-		}
-		f.Summary = fmt.Sprintf("Threads wait for a CPU: %.2f runnable on average%s, of which %.2f wait in a run queue (%.0f %% of their runnable time).",
-			sc.RunnableAvg, forCPUs, sc.WaitingForCPUAvg, pct)
-		if sc.CPUs <= 0 {
-			ev = append(ev, fmt.Sprintf("the host's load average is %.2f", sc.HostLoad1))
-		} else {
-			ev = append(ev, fmt.Sprintf("fewer threads run than the %s the process may use, yet they wait, while the rest of the host was nearly idle%s: the waiting threads may be bound to fewer CPUs than the process (below), or held back by something ctprof does not see",
-				plural(sc.CPUs, "CPU"), othersClause(s)))
-		}
-		f.NextStep = "Check the CPUs each waiting thread may use (taskset -p, the cgroup's cpuset and quota), and run fewer runnable threads than those CPUs."
+		unknownSaturation(s, &f)
 	}
-	ev = append(ev, fmt.Sprintf("%.2f running on average, %.2f waiting; %.1f involuntary switches per thread per second",
+	f.Evidence = append(f.Evidence, fmt.Sprintf("%.2f running on average, %.2f waiting; %.1f involuntary switches per thread per second",
 		sc.RunningAvg, sc.WaitingForCPUAvg, sc.InvoluntaryPerThreadPerSecond))
 	for _, t := range sc.Suffering {
-		ev = append(ev, fmt.Sprintf("%q (tid %d) waited %.2f s for a CPU and ran %.2f s; %s, nice %d, rt priority %d, CPUs %s",
+		f.Evidence = append(f.Evidence, fmt.Sprintf("%q (tid %d) waited %.2f s for a CPU and ran %.2f s; %s, nice %d, rt priority %d, CPUs %s",
 			t.Thread, t.TID, t.RunQueueWaitSeconds, t.CPUSeconds, t.Policy, t.Nice, t.RTPriority, t.CPUsAllowed))
 	}
-	f.Evidence = ev
 	return []Finding{f}
+}
+
+// ownThreadsSaturation words the finding when the process's own runnable
+// threads outnumber its CPUs: the one cause that is the program's doing,
+// so the one that can be critical.
+func ownThreadsSaturation(s *Summary, f *Finding) {
+	sc := s.Scheduling
+	_, others := waitSplit(sc)
+	if sc.RunQueueWaitShare >= saturationCriticalShare {
+		f.Severity = SeverityCritical
+	}
+	f.Summary = fmt.Sprintf("The process's threads queue behind each other: %.2f runnable on average for %s, of which %.2f wait in a run queue (%.0f %% of their runnable time).",
+		sc.RunnableAvg, plural(sc.CPUs, "CPU"), sc.WaitingForCPUAvg, 100*sc.RunQueueWaitShare)
+	f.Evidence = append(f.Evidence, fmt.Sprintf("more threads are runnable than the %s the process may use: its own threads take turns on them (host load average %.2f)",
+		plural(sc.CPUs, "CPU"), sc.HostLoad1))
+	if others >= saturationMinorPart*sc.WaitingForCPUAvg {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("other work also holds its CPUs: its threads run on only %.2f of them%s", sc.RunningAvg, othersClause(s)))
+		f.Evidence = append(f.Evidence, consumerEvidence(sc)...)
+	}
+	f.NextStep = "Run fewer runnable threads than the process has CPUs (smaller pools, fewer busy loops, no polling), or give it more CPUs (its affinity, its cgroup, a larger host); for latency-critical threads a fixed-priority class (chrt) cuts their involuntary switches."
+}
+
+// otherProcessesSaturation words the finding when the threads wait for
+// CPUs the process may use that other work holds: it names the biggest
+// consumers, and advises whoever places the work on the host.
+func otherProcessesSaturation(s *Summary, f *Finding) {
+	sc := s.Scheduling
+	own, _ := waitSplit(sc)
+	f.Summary = fmt.Sprintf("Other processes take the CPUs: the process's threads run on %.2f of its %s while %.2f wait in a run queue (%.0f %% of their runnable time).",
+		sc.RunningAvg, plural(sc.CPUs, "CPU"), sc.WaitingForCPUAvg, 100*sc.RunQueueWaitShare)
+	why := othersClause(s)
+	if why == "" {
+		// A recording does not keep the host's CPU time.
+		why = ": other work takes them, or the waiting threads may run on fewer CPUs than the process"
+	}
+	f.Evidence = append(f.Evidence, fmt.Sprintf("its threads could run on %.2f more of its CPUs, yet wait%s (host load average %.2f)",
+		float64(sc.CPUs)-sc.RunningAvg, why, sc.HostLoad1))
+	f.Evidence = append(f.Evidence, consumerEvidence(sc)...)
+	if own >= saturationMinorPart*sc.WaitingForCPUAvg {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("its own runnable threads (%.2f) also outnumber its %s: %.2f of the waiting would remain on a quiet host",
+			sc.RunnableAvg, plural(sc.CPUs, "CPU"), own))
+	}
+	f.NextStep = "The program is the victim here: move the busy neighbours or this process to other hosts or CPUs, pin each to CPUs of its own (taskset, cpusets), or reserve CPU for this process (a cgroup's cpu.weight or cpuset, nice for the others)."
+}
+
+// quotaSaturation words the finding when a cgroup's CPU quota held the
+// process back: the quota's setting as its files say it, and how often.
+func quotaSaturation(s *Summary, f *Finding) {
+	sc := s.Scheduling
+	q := sc.Quota
+	f.Summary = fmt.Sprintf("A cgroup CPU quota throttles the process: it may use %.2f CPU and its threads run on %.2f while %.2f wait in a run queue (%.0f %% of their runnable time).",
+		q.CPUs, sc.RunningAvg, sc.WaitingForCPUAvg, 100*sc.RunQueueWaitShare)
+	f.Evidence = append(f.Evidence, fmt.Sprintf("cgroup %q (%s) held the process back in %.0f %% of the %d periods it had work in, %.2f s in all",
+		q.Cgroup, quotaSetting(q), 100*q.ThrottledShare, q.Periods, q.ThrottledSeconds))
+	if sc.RunnableAvg > q.CPUs {
+		f.Evidence = append(f.Evidence, fmt.Sprintf("its %.2f runnable threads want more than the quota's %.2f CPU", sc.RunnableAvg, q.CPUs))
+	}
+	f.NextStep = "Raise the quota to what the process needs at its peak (cpu.max, or the container's CPU limit), or make it need less: fewer runnable threads than the quota's CPUs, smaller pools."
+}
+
+// unknownSaturation words the finding when ctprof cannot say who holds
+// the CPUs: no affinity known, or a host that was nearly idle.
+func unknownSaturation(s *Summary, f *Finding) {
+	sc := s.Scheduling
+	forCPUs := ""
+	if sc.CPUs > 0 {
+		forCPUs = " for " + plural(sc.CPUs, "CPU")
+	}
+	f.Summary = fmt.Sprintf("Threads wait for a CPU: %.2f runnable on average%s, of which %.2f wait in a run queue (%.0f %% of their runnable time).",
+		sc.RunnableAvg, forCPUs, sc.WaitingForCPUAvg, 100*sc.RunQueueWaitShare)
+	switch {
+	case sc.CPUs <= 0:
+		f.Evidence = append(f.Evidence, fmt.Sprintf("the host's load average is %.2f", sc.HostLoad1))
+	case sc.OtherCPUsAvg != nil:
+		f.Evidence = append(f.Evidence, fmt.Sprintf("fewer threads run than the %s the process may use, yet they wait, though the rest of the host used only %.2f CPUs: the waiting threads may be bound to fewer CPUs than the process (below), or held back by something ctprof does not see",
+			plural(sc.CPUs, "CPU"), *sc.OtherCPUsAvg+*sc.StealCPUsAvg))
+	}
+	f.NextStep = "Check the CPUs each waiting thread may use (taskset -p, the cgroup's cpuset and quota), and run fewer runnable threads than those CPUs."
 }
 
 // othersClause says what the rest of the host used, when the run measured
