@@ -318,7 +318,9 @@ func figures(doc *Document, b, a *analysis.Summary) []Figure {
 		}
 		return f(s.Scheduling.RunnableAvg)
 	}))
-	add("voluntary_per_second", "voluntary context switches per second", "/s", lowerBetter, live(func(s *analysis.Summary) *float64 {
+	// Voluntary switches are waits and I/O alike, so neither direction is
+	// better; involuntary ones are preemption, fewer is better.
+	add("voluntary_per_second", "voluntary context switches per second", "/s", noPreference, live(func(s *analysis.Summary) *float64 {
 		if s.ContextSwitches == nil {
 			return nil
 		}
@@ -540,8 +542,8 @@ func pools(b, a *analysis.Summary) []Pool {
 				return f(v)
 			}
 			c := change(rate(b, x.CPUPercent), rate(a, y.CPUPercent), noPreference)
-			v := change(rate(b, x.VoluntaryPerSecond), rate(a, y.VoluntaryPerSecond), lowerBetter)
-			i := change(rate(b, x.InvoluntaryPerSecond), rate(a, y.InvoluntaryPerSecond), lowerBetter)
+			v := change(rate(b, x.VoluntaryPerSecond), rate(a, y.VoluntaryPerSecond), noPreference)
+			i := change(rate(b, x.InvoluntaryPerSecond), rate(a, y.InvoluntaryPerSecond), noPreference)
 			p.CPUPercent, p.VoluntaryPerSecond, p.InvoluntaryPerSecond = &c, &v, &i
 		}
 		out = append(out, p)

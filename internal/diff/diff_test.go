@@ -309,3 +309,54 @@ func TestNormalizeFrame(t *testing.T) {
 		assert.Equal(t, want, NormalizeFrame(in), in)
 	}
 }
+
+// A recording's exact waits are compared per resource: its waits, their
+// total and the p99 of its busiest instance, as the summary has them.
+func TestJFRFigures(t *testing.T) {
+	const rec = "../cli/testdata/jfr/jfrlocks-jdk17.jfr"
+	side := load(t, rec)
+	require.NotNil(t, side.Summary.JFR)
+	doc := Compare(load(t, beforeFile), side, Options{})
+	var checked int
+	for _, cs := range side.Summary.ContentionSites {
+		if cs.JFR == nil {
+			continue
+		}
+		var r *Resource
+		for i := range doc.Resources {
+			if doc.Resources[i].ID == cs.ID {
+				r = &doc.Resources[i]
+			}
+		}
+		require.NotNil(t, r, cs.ID)
+		require.NotNil(t, r.JFREvents)
+		assert.Nil(t, r.JFREvents.Before, "the before run has no recording")
+		assert.Equal(t, float64(cs.JFR.Events), *r.JFREvents.After, cs.ID)
+		assert.InDelta(t, cs.JFR.WaitSeconds, *r.JFRWaitSeconds.After, 1e-6, cs.ID)
+		var p99 float64
+		var most int64
+		for _, l := range side.Summary.Locks {
+			if l.Site == cs.ID && l.JFR != nil && l.JFR.Events > most {
+				most, p99 = l.JFR.Events, l.JFR.P99Ms
+			}
+		}
+		assert.InDelta(t, p99, *r.JFRP99Ms.After, 1e-6, cs.ID)
+		checked++
+	}
+	assert.Positive(t, checked)
+	var figs []string
+	for _, fg := range doc.Figures {
+		figs = append(figs, fg.ID)
+	}
+	assert.Contains(t, figs, "jfr_wait_seconds")
+	assert.Contains(t, strings.Join(doc.Notes, "\n"), "only one run has a JFR recording")
+
+	same := Compare(side, side, Options{})
+	for _, r := range same.Resources {
+		assert.Equal(t, "both", r.Status)
+		assert.Equal(t, "same", r.AvgWaiters.Direction, r.ID)
+		if r.JFRP99Ms != nil {
+			assert.Equal(t, "same", r.JFRP99Ms.Direction, r.ID)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/ctprof/ctprof/internal/termtext"
@@ -221,18 +222,18 @@ func writePools(tw *textWriter, doc *Document, top int) {
 		}
 	}
 	if same > 0 {
-		tw.printf("  %s with the same threads in both runs\n", plural(same, "more pool"))
+		tw.printf("  %s with the same threads (and CPU within 1 %% of a core) in both runs\n", plural(same, "more pool"))
 	}
 }
 
-// unchanged says a pool's figures did not move.
+// unchanged says a pool kept its threads and its CPU within a hundredth of
+// a core: the JVM's own threads' switch rates move from run to run by
+// themselves, and would bury the pools that changed.
 func unchanged(p Pool) bool {
-	for _, c := range []*Change{&p.Threads, p.CPUPercent, p.VoluntaryPerSecond, p.InvoluntaryPerSecond} {
-		if c != nil && c.Direction != "same" {
-			return false
-		}
+	if p.Threads.Direction != "same" {
+		return false
 	}
-	return true
+	return p.CPUPercent == nil || p.CPUPercent.Change == nil || math.Abs(*p.CPUPercent.Change) < 1
 }
 
 // form is how a figure prints.
@@ -275,7 +276,7 @@ func formatChange(c Change, fm form) string {
 		d = "+" + d
 	}
 	if fm == share {
-		d = fmt.Sprintf("%+.0f points", 100**c.Change)
+		d = fmt.Sprintf("%+.1f points", 100**c.Change)
 	}
 	s += " " + d
 	if c.ChangePercent != nil && fm != share {

@@ -205,7 +205,7 @@ func cellOf(c diff.Change, f cellFormat) diffCell {
 	case c.Direction == "same":
 		cell.Change = "same"
 	case f == fmtShare:
-		cell.Change = fmt.Sprintf("%+.0f points", 100**c.Change)
+		cell.Change = fmt.Sprintf("%+.1f points", 100**c.Change)
 	default:
 		cell.Change = f.format(*c.Change)
 		if *c.Change > 0 {
