@@ -19,6 +19,8 @@ type AnalyzeOptions struct {
 	Format string
 	Top    int
 	Out    outputFiles
+	// Follow keeps reading the one FILE as it grows (analyze --follow).
+	Follow bool
 }
 
 var outputFormats = []string{"text", "json", "folded"}
@@ -59,6 +61,20 @@ speedscope.
 Owners of java.util.concurrent locks only appear in dumps taken with -l
 (jcmd <pid> Thread.print -l, jstack -l).
 
+--follow reads one log that is still being written (kill -3 into a JVM's
+stdout): what it holds, then what is appended, like tail -F. A new file at
+the path (rotation) is read from its start once the old one is read to its
+end; a file cut below what was read (truncation) is read again from its
+start; - follows standard input (tail -F app.log, kubectl logs -f). Each
+dump shows a second or two after the JVM wrote it (a quiet second after its
+trailer: HotSpot prints a deadlock report right after it) with what it
+changed: its time, the findings that appeared or went away, and the
+resources threads wait on in it, most waiters first. --format json writes
+one JSON object per dump instead, one per line (docs/json.md). Ctrl-C
+(SIGINT) or SIGTERM ends it with exit code 0, the summary of every dump
+seen and the files below; a followed pipe ends the same way when it closes.
+Memory stays that of one dump and the summary, however long it runs.
+
 ` + outputFlagsHelp
 
 const analyzeExample = `  ctprof analyze dump.txt
@@ -66,7 +82,9 @@ const analyzeExample = `  ctprof analyze dump.txt
   ctprof analyze --format json dump1.txt dump2.txt dump3.txt
   ctprof analyze --format folded app.log.gz > stacks.folded
   ctprof analyze --html report.html --pprof blocked.pb.gz series.txt
-  ctprof analyze --format json recording.jfr`
+  ctprof analyze --format json recording.jfr
+  ctprof analyze --follow --html incident.html app.log   # Ctrl-C: summary and report
+  kubectl logs -f my-pod | ctprof analyze --follow --format json -`
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdAnalyze(io, nil) }) }
 
@@ -92,6 +110,12 @@ func NewCmdAnalyze(io IO, runF func(*AnalyzeOptions) error) *cobra.Command {
 			if err := checkFormat(opts.Format); err != nil {
 				return err
 			}
+			if opts.Follow && len(args) != 1 {
+				return usageErrorf("--follow takes one FILE (or - for standard input), not %d", len(args))
+			}
+			if opts.Follow && opts.Format == "folded" {
+				return usageErrorf("--follow prints text or json after each dump; for collapsed stacks add --folded FILE, written at the end")
+			}
 			if err := checkTop(opts.Top); err != nil {
 				return err
 			}
@@ -101,11 +125,15 @@ func NewCmdAnalyze(io IO, runF func(*AnalyzeOptions) error) *cobra.Command {
 			if runF != nil {
 				return runF(opts)
 			}
+			if opts.Follow {
+				return followRun(cmd.Context(), opts)
+			}
 			return analyzeRun(opts)
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Format, "format", "f", "text", "output format: text, json or folded")
 	cmd.Flags().IntVar(&opts.Top, "top", 10, "rows per table in the text report")
+	cmd.Flags().BoolVar(&opts.Follow, "follow", false, "keep reading FILE as it grows (a live log, like tail -F) and print what each new dump changed; Ctrl-C ends with the summary")
 	opts.Out.register(cmd.Flags())
 	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return outputFormats, cobra.ShellCompDirectiveNoFileComp
