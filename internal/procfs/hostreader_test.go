@@ -2,6 +2,8 @@ package procfs
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,4 +204,58 @@ func TestParseHostStatCPUTime(t *testing.T) {
 	assert.Equal(t, uint64(100+5+50+3+2), h.BusyTicks)
 	assert.Equal(t, uint64(7), h.StealTicks)
 	assert.Equal(t, uint64(99), h.ContextSwitches)
+}
+
+// fixtureV2 lays out a /proc tree and a cgroup2 hierarchy under dir: the
+// target (pid 4242) in /app/web, a quota on /app (cpu.max) and none on
+// /app/web, and returns the FS and the cgroup directory of /app.
+func fixtureV2(t *testing.T) (FS, string) {
+	t.Helper()
+	dir := t.TempDir()
+	proc, cg := filepath.Join(dir, "proc"), filepath.Join(dir, "cg")
+	write := func(p, s string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
+	}
+	write(filepath.Join(proc, "stat"), "cpu  10 0 10 100 0 0 0 0 0 0\ncpu0 10 0 10 100 0 0 0 0 0 0\n")
+	write(filepath.Join(proc, "4242", "cgroup"), "0::/app/web\n")
+	write(filepath.Join(proc, "self", "mountinfo"),
+		"30 1 0:26 / "+strings.ReplaceAll(cg, " ", `\040`)+" rw,nosuid - cgroup2 cgroup2 rw\n")
+	write(filepath.Join(cg, "cpu.stat"), "usage_usec 1\n")
+	write(filepath.Join(cg, "app", "cpu.max"), "50000 100000\n")
+	write(filepath.Join(cg, "app", "cpu.stat"), "usage_usec 900\nnr_periods 40\nnr_throttled 30\nthrottled_usec 2500000\n")
+	write(filepath.Join(cg, "app", "web", "cpu.max"), "max 100000\n")
+	write(filepath.Join(cg, "app", "web", "cpu.stat"), "usage_usec 900\nnr_periods 40\nnr_throttled 0\nthrottled_usec 0\n")
+	return NewFS(proc), filepath.Join(cg, "app")
+}
+
+// On a cgroup v2 host the quota is cpu.max of the target's cgroup or an
+// ancestor: here the parent's, found from the target's /proc/<pid>/cgroup
+// and the FS's self/mountinfo.
+func TestHostReaderReadsACgroupV2Quota(t *testing.T) {
+	fs, _ := fixtureV2(t)
+	h, err := fs.NewHostReader(4242).Read()
+	require.NoError(t, err)
+	assert.Equal(t, []CPUQuota{{Cgroup: "/app", Version: 2, Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond,
+		Periods: 40, Throttled: 30, ThrottledTime: 2500 * time.Millisecond}}, h.Quotas)
+}
+
+// A symlink in the cgroup tree (which a delegated subtree's owner might
+// try to plant) is not followed: the quota's counters are left out rather
+// than read from elsewhere.
+func TestHostReaderFollowsNoSymlinkInTheCgroupTree(t *testing.T) {
+	fs, app := fixtureV2(t)
+	elsewhere := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(elsewhere, []byte("nr_periods 1\nnr_throttled 1\nthrottled_usec 1\n"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(app, "cpu.stat")))
+	require.NoError(t, os.Symlink(elsewhere, filepath.Join(app, "cpu.stat")))
+	h, err := fs.NewHostReader(4242).Read()
+	require.NoError(t, err)
+	assert.Empty(t, h.Quotas)
+
+	// Nor is a cgroup path that climbs out of the mount.
+	require.NoError(t, os.WriteFile(fs.Path("4242", "cgroup"), []byte("0::/../../etc\n"), 0o644))
+	h, err = fs.NewHostReader(4242).Read()
+	require.NoError(t, err)
+	assert.Empty(t, h.Quotas)
 }
