@@ -37,8 +37,9 @@ func TestParseStat(t *testing.T) {
 func TestParseHostStat(t *testing.T) {
 	stat := "cpu  100 0 50 900 0 0 0 0 0 0\ncpu0 50 0 25 450 0 0 0 0 0 0\ncpu1 50 0 25 450 0 0 0 0 0 0\n" +
 		"intr 12345 0 1 2\nctxt 987654321\nbtime 1700000000\nprocesses 4242\nprocs_running 3\nprocs_blocked 1\nsoftirq 1 2 3\n"
-	assert.Equal(t, &Host{ContextSwitches: 987654321, ProcsRunning: 3, ProcsBlocked: 1, CPUs: 2}, parseHostStat([]byte(stat)))
-	assert.Equal(t, &Host{}, parseHostStat([]byte("cpu 1 2 3\nctxt\n")))
+	assert.Equal(t, &Host{ContextSwitches: 987654321, ProcsRunning: 3, ProcsBlocked: 1, CPUs: 2, BusyTicks: 150}, parseHostStat([]byte(stat)))
+	// A short cpu line counts what it has (user, nice, system).
+	assert.Equal(t, &Host{BusyTicks: 6}, parseHostStat([]byte("cpu 1 2 3\nctxt\n")))
 }
 
 func TestParseLoadAvg(t *testing.T) {
