@@ -169,7 +169,7 @@ func (a *Aggregator) noAnswerFinding() (Finding, bool) {
 	ongoing := !h.answered
 	asked := fmt.Sprintf("a %s asked for at %s got no answer", v.Request, clock(v.Since))
 	if v.Waited > 0 {
-		asked += fmt.Sprintf(" within %s (--dump-timeout) and was abandoned", seconds(v.Waited))
+		asked += fmt.Sprintf(" in %s and was abandoned", seconds(v.Waited))
 	}
 	asked += "; ctprof asked nothing more until the JVM ended a safepoint"
 	ev := []string{asked}
@@ -257,7 +257,11 @@ func (a *Aggregator) runningList(v *noAnswerView, rs []snapshot.RunningThread) s
 	for _, r := range rs[:min(len(rs), 5)] {
 		p := fmt.Sprintf("%q (tid %d, state R", a.threadName(v, r), r.TID)
 		if r.CPU >= 0 {
-			p += fmt.Sprintf(", %.0f %% of a CPU over %s", 100*r.CPU, seconds(r.Window))
+			p += fmt.Sprintf(", %.0f %% of a CPU", 100*r.CPU)
+			if r.Queued >= 0.1 {
+				p += fmt.Sprintf(" and waiting for one %.0f %% of the time", 100*r.Queued)
+			}
+			p += " over " + seconds(r.Window)
 		}
 		p += ")"
 		if s, ok := v.shown[r.TID]; ok && s.frame != "" {
@@ -280,6 +284,10 @@ func cpuPhrase(rs []snapshot.RunningThread) string {
 	switch {
 	case known == 0:
 		return "in state R"
+	case len(rs) == 1 && rs[0].Queued >= 0.1:
+		// On a busy host it gets little CPU and waits for more: it never
+		// stops on its own.
+		return fmt.Sprintf("%.0f %% of a CPU, and waiting for one %.0f %% of the time", 100*sum, 100*rs[0].Queued)
 	case len(rs) == 1:
 		return fmt.Sprintf("%.0f %% of a CPU", 100*sum)
 	}

@@ -196,3 +196,52 @@ func TestAttachSafepointStall(t *testing.T) {
 		})
 	}
 }
+
+// gcPauseRE reads the JVM's own log of its pauses (-Xlog:gc).
+var gcPauseRE = regexp.MustCompile(`Pause Full \(System\.gc\(\)\) .* ([0-9.]+)ms`)
+
+// A JVM in long full collections (LongGCPause: the serial collector over
+// a large live set, one System.gc() after another): the one-shot's dump
+// waits behind a collection, and the finding says a garbage collection
+// stops the JVM, not a thread that does not reach a safepoint. The
+// JVM's GC log shows pauses longer than the deadline ctprof gave up at.
+func TestAttachLongGCPause(t *testing.T) {
+	for _, jdk := range testjvm.All(t) {
+		t.Run(jdk.Name, func(t *testing.T) {
+			gcLog := filepath.Join(t.TempDir(), "gc.log")
+			p := testjvm.StartWith(t, jdk, "LongGCPause", testjvm.Options{JVMFlags: []string{"-Xlog:gc:file=" + gcLog}})
+			p.WaitForLog(t, 2*time.Minute, func(log []byte) bool { return bytes.Contains(log, []byte("\nGC ")) })
+			var f map[string]any
+			var doc map[string]any
+			// The request may land in the moment between two collections:
+			// a few tries.
+			for try := 0; try < 3 && f == nil; try++ {
+				code, out, errOut, took := hungRun(t, 30*time.Second, "attach", strconv.Itoa(p.PID), "--count", "1", "--dump-timeout", "1s", "--format", "json")
+				require.Equal(t, 0, code, errOut)
+				assert.Less(t, took, 10*time.Second)
+				require.NoError(t, json.Unmarshal([]byte(out), &doc))
+				f = findingOf(doc, "gc-pause")
+			}
+			require.NotNil(t, f, "findings %v; warnings %v", doc["findings"], doc["warnings"])
+			assert.Contains(t, f["summary"], "A garbage collection has kept the JVM stopped for")
+			assert.Nil(t, findingOf(doc, "safepoint-stall"))
+			assert.Contains(t, strings.Join(toStrings(f["evidence"]), "\n"), "hsperfdata: a collection began")
+
+			// The JVM's own GC log: full collections longer than ctprof's
+			// one-second deadline.
+			var longest float64
+			for _, m := range gcPauseRE.FindAllSubmatch(readFile(t, gcLog), -1) {
+				ms, _ := strconv.ParseFloat(string(m[1]), 64)
+				longest = max(longest, ms)
+			}
+			assert.Greater(t, longest, 1000.0, "the GC log shows full collections over a second")
+		})
+	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}

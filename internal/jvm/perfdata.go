@@ -141,13 +141,21 @@ type Counters struct {
 // in high-resolution ticks), and its StatSampler refreshes
 // sun.os.hrt.ticks every 50 ms from the WatcherThread, which a safepoint
 // does not stop: an entry after the exit is a collection still running,
-// for hrt.ticks minus the entry. (The safepoint counters tell nothing
-// while a safepoint is being reached: sun.rt.safepoints and the times
-// grow only once it ends.)
+// for hrt.ticks minus the entry. Newer JDKs (25) have no hrt.ticks: the
+// ticks count from the JVM's start, which sun.rt.createVmBeginTime (wall
+// milliseconds) gives within tens of milliseconds (measured on JDK 17,
+// which has both), and the JVM's wall clock is this host's. (The
+// safepoint counters tell nothing while a safepoint is being reached:
+// sun.rt.safepoints and the times grow only once it ends.)
 func (p *PerfData) gcRunning() time.Duration {
 	freq := p.longs["sun.os.hrt.frequency"]
 	now, ok := p.longs["sun.os.hrt.ticks"]
-	if freq <= 0 || !ok {
+	if !ok {
+		if began, ok := p.longs["sun.rt.createVmBeginTime"]; ok && began > 0 {
+			now = int64(float64(time.Since(time.UnixMilli(began))) / float64(time.Second) * float64(freq))
+		}
+	}
+	if freq <= 0 || now <= 0 {
 		return 0
 	}
 	var longest int64

@@ -56,9 +56,10 @@ func (f FS) Tracer(pid int) (int, string, error) {
 // ThreadCPUTimes are one thread's CPU times read apart from a sweep.
 type ThreadCPUTimes struct {
 	State byte
-	// RunTime is schedstat's time on CPU (zero where the kernel has no
-	// schedstat), CPU stat's user plus system time.
-	RunTime, CPU time.Duration
+	// RunTime is schedstat's time on CPU and RunQueueWait its time
+	// runnable but waiting for a CPU (zero where the kernel has no
+	// schedstat); CPU is stat's user plus system time.
+	RunTime, RunQueueWait, CPU time.Duration
 }
 
 // ThreadRunTime reads one thread's state and times on CPU: what the
@@ -74,5 +75,5 @@ func (f FS) ThreadRunTime(pid, tid int) (ThreadCPUTimes, error) {
 	if s, err := f.readFile(f.pidPath(pid, "task", strconv.Itoa(tid), "schedstat")); err == nil {
 		parseSchedstat(s, &t)
 	}
-	return ThreadCPUTimes{State: t.State, RunTime: t.RunTime, CPU: t.CPU()}, nil
+	return ThreadCPUTimes{State: t.State, RunTime: t.RunTime, RunQueueWait: t.RunQueueWait, CPU: t.CPU()}, nil
 }

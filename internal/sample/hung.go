@@ -17,6 +17,9 @@ import (
 // loaded to answer). The sampler then sends nothing more until the target
 // can answer again, keeps sampling /proc, and puts what it sees on each
 // snapshot (Snapshot.Stopped, Snapshot.NoAnswer) for the analysis to name.
+// A JVM that does not answer is at a safepoint or on its way to one: its
+// tick counts as a safepoint window for the futex filter (jvmfutex.go),
+// whose Java threads wait on HotSpot's own locks held for it.
 
 // hangState is what the sampler knows of a target that does not answer.
 type hangState struct {
@@ -28,6 +31,8 @@ type hangState struct {
 	since   time.Time
 	request string
 	waited  time.Duration
+	// gaveUp is how long the latest unanswered request waited.
+	gaveUp time.Duration
 	// safepoints and safepointTime are the JVM's counters when it stopped
 	// answering (known says it has counters): a request waits until they
 	// move, i.e. the JVM ended a safepoint and served what it had queued.
@@ -40,9 +45,12 @@ type hangState struct {
 	backoff time.Duration
 	// cpu and cpuAt are the CPU time of the threads running at the
 	// previous sweep, for the CPU they use over the next tick.
-	cpu   map[int]time.Duration
+	cpu   map[int]cpuReading
 	cpuAt time.Time
 }
+
+// cpuReading is a running thread's CPU and run-queue time at a sweep.
+type cpuReading struct{ cpu, queued time.Duration }
 
 // mayAsk says whether the tick may send the JVM a request: not to a
 // stopped process, and, after a request went unanswered, only once the
@@ -78,7 +86,7 @@ func (s *Sampler) unanswered(snap *snapshot.Snapshot, request string, waited tim
 		h.since, h.request = now.Add(-waited), request
 		h.backoff = 0
 	}
-	h.waited = waited
+	h.waited, h.gaveUp = waited, waited
 	if snap.JVM != nil {
 		h.safepoints, h.safepointTime, h.known = snap.JVM.Safepoints, snap.JVM.SafepointTime, true
 	} else {
@@ -122,9 +130,9 @@ func (s *Sampler) noteHang(snap *snapshot.Snapshot, threads []snapshot.OSThread,
 	for i := range threads {
 		if t := &threads[i]; t.State == 'R' {
 			if h.cpu == nil {
-				h.cpu = map[int]time.Duration{}
+				h.cpu = map[int]cpuReading{}
 			}
-			h.cpu[t.TID] = threadCPU(t)
+			h.cpu[t.TID] = cpuReading{threadCPU(t), t.RunQueueWait}
 		}
 	}
 	if h.since.IsZero() || s.jvm == nil {
@@ -132,7 +140,7 @@ func (s *Sampler) noteHang(snap *snapshot.Snapshot, threads []snapshot.OSThread,
 		return
 	}
 	now := time.Now()
-	na := &snapshot.NoAnswer{Request: h.request, Since: h.since, For: now.Sub(h.since), Waited: h.waited}
+	na := &snapshot.NoAnswer{Request: h.request, Since: h.since, For: now.Sub(h.since), Waited: h.gaveUp}
 	f := jvmFutexFilter{dumped: s.dumped, threads: threads}
 	for i := range threads {
 		t := &threads[i]
@@ -143,20 +151,26 @@ func (s *Sampler) noteHang(snap *snapshot.Snapshot, threads []snapshot.OSThread,
 		if t.State != 'R' {
 			continue
 		}
-		rt := snapshot.RunningThread{TID: t.TID, Name: t.Name, CPU: -1, Internal: internal, GC: gcThreadName(t.Name)}
+		rt := snapshot.RunningThread{TID: t.TID, Name: t.Name, CPU: -1, Queued: -1, Internal: internal, GC: gcThreadName(t.Name)}
 		switch {
 		case h.waited > 0:
 			// This tick's request waited: the CPU the thread used from
 			// the sweep, just after the request went out, until now.
 			if fresh, err := s.fs.ThreadRunTime(s.opts.PID, t.TID); err == nil {
 				rt.CPU, rt.Window = cpuShare(threadCPU(t), pick(t, fresh), now.Sub(sweptAt))
+				if t.RunTime > 0 && fresh.RunTime > 0 {
+					rt.Queued, _ = cpuShare(t.RunQueueWait, fresh.RunQueueWait, now.Sub(sweptAt))
+				}
 				if fresh.State != 'R' && rt.CPU < 0.2 {
 					continue // it ran a moment at the sweep, not all along
 				}
 			}
 		case prev != nil:
 			if c, ok := prev[t.TID]; ok {
-				rt.CPU, rt.Window = cpuShare(c, threadCPU(t), sweptAt.Sub(prevAt))
+				rt.CPU, rt.Window = cpuShare(c.cpu, threadCPU(t), sweptAt.Sub(prevAt))
+				if t.RunTime > 0 {
+					rt.Queued, _ = cpuShare(c.queued, t.RunQueueWait, sweptAt.Sub(prevAt))
+				}
 			}
 		}
 		na.Running = append(na.Running, rt)
@@ -226,4 +240,12 @@ func (s *Sampler) takeContext(ctx context.Context) (context.Context, context.Can
 		return ctx, func() {}
 	}
 	return context.WithDeadline(ctx, s.run.deadline.Add(runGrace))
+}
+
+// cutShort reports a request that Ctrl-C or the run's end cut short after
+// it had waited long enough to tell (a second: a dump of a JVM that runs
+// takes milliseconds): the JVM had not answered it either, and the run's
+// summary says so.
+func cutShort(ctx context.Context, err error, waited time.Duration) bool {
+	return err != nil && ctx.Err() != nil && waited >= time.Second
 }

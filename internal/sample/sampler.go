@@ -355,7 +355,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	s.noteHang(snap, threads, sweptAt)
 	snap.Futexes = procfs.GroupFutexWaits(threads, s.sym)
 	if s.target.Kind == snapshot.KindJVM {
-		snap.Futexes = s.jvmProgramFutexes(snap.Futexes, threads, func() bool { return s.safepointDuringTick(snap) })
+		snap.Futexes = s.jvmProgramFutexes(snap.Futexes, threads, func() bool { return snap.NoAnswer != nil || s.safepointDuringTick(snap) })
 	}
 
 	s.takeJFR(ctx, snap)
@@ -421,7 +421,7 @@ func (s *Sampler) takeJVM(ctx context.Context, snap *snapshot.Snapshot, sent fun
 	}
 	asked := time.Now()
 	res, err := jvm.ThreadDump(ctx, s.jvm, jvm.DumpOptions{Mode: mode, Locks: o.Locks, AllowJcmd: true, Sent: sent})
-	if timedOut(err) {
+	if timedOut(err) || cutShort(ctx, err, time.Since(asked)) {
 		s.unanswered(snap, "thread dump", time.Since(asked))
 	}
 	return s.useDump(ctx, snap, res, err, false)

@@ -24,8 +24,8 @@ type NoAnswer struct {
 	// not answered when the tick ended.
 	Since time.Time
 	For   time.Duration
-	// Waited is how long this tick's own request waited before it was
-	// abandoned; zero when the tick sent none.
+	// Waited is how long the latest unanswered request waited before it
+	// was abandoned.
 	Waited time.Duration
 	// Running are the threads the tick's /proc sweep found running (state
 	// R), with the CPU each used while the JVM did not answer.
@@ -45,8 +45,12 @@ type NoAnswer struct {
 type RunningThread struct {
 	TID  int
 	Name string
-	// CPU is the share of one CPU it used over Window (-1: not measured).
+	// CPU is the share of one CPU it used over Window (-1: not measured),
+	// Queued the share of Window it waited for a CPU, runnable (-1: not
+	// measured): on a busy host a thread that never stops may get little
+	// CPU, and waits for it the rest of the time.
 	CPU    float64
+	Queued float64
 	Window time.Duration
 	// Internal says it is one of the JVM's own threads (by the latest
 	// dump, or by HotSpot's thread names when no dump listed it); GC that

@@ -148,6 +148,8 @@ var scenarioFlags = map[string][]string{
 	// Counted loops without safepoint polls (the serial collector's
 	// default, said here so that it holds whatever the defaults become).
 	"SafepointStall": {"-XX:-UseCountedLoopSafepoints"},
+	// Room for its live set (the first -Xmx, 256m, gives way to this).
+	"LongGCPause": {"-Xms2g", "-Xmx2g"},
 }
 
 // readyTimeouts overrides the default wait for READY for slow scenarios.
