@@ -65,23 +65,26 @@ The flame graph needs stacks on both sides: a JSON summary has none.
 
 Average waiters and shares compare runs of different lengths; thread-seconds
 and recorded totals grow with a run's length (diff notes it when the lengths
-differ).`
+differ). docs/diff.md walks through the workflow on a real run.
+
+Exit codes: 0 compared; 1 a run cannot be read (the message says before: or
+after:) or the page cannot be written; 2 usage error.`
 
 const diffExample = `  # Record a load test, change one thing, record again, compare
-  ctprof attach 4242 --duration 2m --record before.ctprof
-  ctprof attach 4242 --duration 2m --record after.ctprof
+  ctprof attach $PID --duration 2m --record before.ctprof
+  ctprof attach $PID --duration 2m --record after.ctprof
   ctprof diff before.ctprof after.ctprof
 
   # Dumps taken with jcmd, one directory per run
-  for i in 1 2 3 4 5; do jcmd $PID Thread.print -l > before/$i.txt; sleep 5; done
+  for i in 1 2 3; do jcmd $PID Thread.print -l > before/$i.txt; sleep 5; done
   ctprof diff before/ after/
 
   # Summaries kept from earlier runs, with the load test's throughput
-  ctprof diff --before-throughput 1180 --after-throughput 2310 monday.json friday.json
+  ctprof diff --before-throughput 1180 --after-throughput 2310 mon.json fri.json
 
   # An HTML page with a differential flame graph, and JSON for CI
   ctprof diff --html diff.html before.ctprof after.ctprof
-  ctprof diff --format json before.jfr after.jfr | jq '.resources[0].avg_waiters'`
+  ctprof diff -f json before.jfr after.jfr | jq '.resources[0].avg_waiters'`
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdDiff(io, nil) }) }
 

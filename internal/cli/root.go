@@ -68,6 +68,7 @@ It works three ways, all through the same analysis:
            kill -3 in a log, Thread.dump_to_file, OpenJ9 javacores) and
            JFR recordings (.jfr)
   report   replay a recording made with attach --record
+  diff     compare two runs, before and after a change
 and answers in plain words (findings first), JSON for scripts, an offline
 HTML report with a flame graph (--html), and pprof, folded and speedscope
 profiles. top is a live terminal view of one process; serve exports
