@@ -580,7 +580,8 @@ type StuckThread struct {
 // Finding is one conclusion, in plain words, with its evidence.
 type Finding struct {
 	// Kind is a stable name: deadlock, lock-hotspot, serialization,
-	// thread-per-connection, wakeup-storm, cpu-saturation, stuck-thread.
+	// thread-per-connection, wakeup-storm, cpu-saturation, stuck-thread,
+	// process-stopped, safepoint-stall, gc-pause.
 	Kind string `json:"kind"`
 	// Severity is "critical", "warning" or "info".
 	Severity string   `json:"severity"`
