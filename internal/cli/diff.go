@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctprof/ctprof/internal/diff"
+	"github.com/ctprof/ctprof/internal/diffinput"
 	"github.com/ctprof/ctprof/internal/report"
 	"github.com/ctprof/ctprof/internal/source"
 )
@@ -155,12 +156,12 @@ func NewCmdDiff(io IO, runF func(*DiffOptions) error) *cobra.Command {
 
 func diffRun(opts *DiffOptions) error {
 	ctx := context.Background()
-	lo := diff.LoadOptions{Level: opts.Level}
-	before, err := diff.Load(ctx, opts.Before, opts.IO.In, lo)
+	lo := diffinput.LoadOptions{Level: opts.Level}
+	before, err := diffinput.Load(ctx, opts.Before, opts.IO.In, lo)
 	if err != nil {
 		return fmt.Errorf("before: %w", err)
 	}
-	after, err := diff.Load(ctx, opts.After, opts.IO.In, lo)
+	after, err := diffinput.Load(ctx, opts.After, opts.IO.In, lo)
 	if err != nil {
 		return fmt.Errorf("after: %w", err)
 	}

@@ -142,6 +142,25 @@ type KeptFinding struct {
 	Severity string `json:"severity"`
 }
 
+// Side is one run of a comparison: its summary, and its folded stacks when
+// the input had stacks (a JSON summary has none). internal/diffinput reads
+// it from what the user names.
+type Side struct {
+	// Name is the input as the user gave it ("standard input" for -).
+	Name string
+	// Kind says what the input was: "profile" (dumps, .jfr files or a
+	// recording, analysed by diff), "summary" (a JSON summary ctprof
+	// wrote) or "scale" (a ctprof scale document, one of its levels).
+	Kind    string
+	Summary *analysis.Summary
+	Stacks  []*analysis.FoldedStack
+	// Throughput is the run's throughput when the input says it (a scale
+	// level); nil otherwise.
+	Throughput *float64
+	// Level is the scale level taken, for Kind "scale".
+	Level int
+}
+
 // Options are what the user adds to the runs.
 type Options struct {
 	// BeforeThroughput and AfterThroughput override the runs' own

@@ -1,9 +1,8 @@
-package diff
+package diff_test
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/diff"
+	"github.com/ctprof/ctprof/internal/diffinput"
 	"github.com/ctprof/ctprof/internal/testgolden"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
@@ -26,9 +27,9 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // workers hold it half as long and a Stats monitor takes the other half.
 const beforeFile, afterFile = "testdata/before.txt", "testdata/after.txt"
 
-func load(t *testing.T, name string) *Side {
+func load(t *testing.T, name string) *diff.Side {
 	t.Helper()
-	s, err := Load(context.Background(), name, strings.NewReader(""), LoadOptions{})
+	s, err := diffinput.Load(context.Background(), name, strings.NewReader(""), diffinput.LoadOptions{})
 	require.NoError(t, err)
 	return s
 }
@@ -38,13 +39,13 @@ func golden(t *testing.T, name string, got []byte) {
 	testgolden.Check(t, filepath.Join("testdata", "golden", name), got, *update, "go test ./internal/diff -update")
 }
 
-// TestGoldenDumpFiles pins the text and JSON of the diff of two fixed dump
+// TestGoldenDumpFiles pins the text and diff.JSON of the diff of two fixed dump
 // files, so any change in what diff says shows in review.
 func TestGoldenDumpFiles(t *testing.T) {
-	doc := Compare(load(t, beforeFile), load(t, afterFile), Options{})
+	doc := diff.Compare(load(t, beforeFile), load(t, afterFile), diff.Options{})
 	var text, js bytes.Buffer
-	require.NoError(t, Text(&text, doc, TextOptions{}))
-	require.NoError(t, JSON(&js, doc))
+	require.NoError(t, diff.Text(&text, doc, diff.TextOptions{}))
+	require.NoError(t, diff.JSON(&js, doc))
 	golden(t, "capacity-fix.txt", text.Bytes())
 	golden(t, "capacity-fix.json", js.Bytes())
 }
@@ -84,7 +85,7 @@ func stats(per []int) (avg float64, peak int, share float64) {
 	return avg / float64(len(per)), peak, float64(seen) / float64(len(per))
 }
 
-func findResource(doc *Document, class string) *Resource {
+func findResource(doc *diff.Document, class string) *diff.Resource {
 	for i := range doc.Resources {
 		if doc.Resources[i].Class == class {
 			return &doc.Resources[i]
@@ -99,12 +100,12 @@ func TestResourcesMatchTheDumps(t *testing.T) {
 	before, after := load(t, beforeFile), load(t, afterFile)
 	for _, dir := range []struct {
 		name     string
-		doc      *Document
+		doc      *diff.Document
 		from, to string
 		appeared string
 	}{
-		{"forward", Compare(before, after, Options{}), beforeFile, afterFile, "appeared"},
-		{"reversed", Compare(after, before, Options{}), afterFile, beforeFile, "gone"},
+		{"forward", diff.Compare(before, after, diff.Options{}), beforeFile, afterFile, "appeared"},
+		{"reversed", diff.Compare(after, before, diff.Options{}), afterFile, beforeFile, "gone"},
 	} {
 		t.Run(dir.name, func(t *testing.T) {
 			for _, class := range []string{"CapacityFix$Catalog", "CapacityFix$Stats"} {
@@ -139,129 +140,23 @@ func TestResourcesMatchTheDumps(t *testing.T) {
 	}
 }
 
-// TestJSONSummarySide reads a side from the JSON summary of the same dumps:
-// the same figures, no stacks, and a note saying why there is no flame
-// graph.
-func TestJSONSummarySide(t *testing.T) {
-	before := load(t, beforeFile)
-	path := filepath.Join(t.TempDir(), "before.json")
-	b, err := json.MarshalIndent(before.Summary, "", "  ")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(path, b, 0o644))
-
-	fromJSON := load(t, path)
-	assert.Equal(t, "summary", fromJSON.Kind)
-	assert.Empty(t, fromJSON.Stacks)
-	after := load(t, afterFile)
-	want, got := Compare(before, after, Options{}), Compare(fromJSON, after, Options{})
-	assert.Equal(t, want.Resources, got.Resources)
-	assert.Equal(t, want.Figures, got.Figures)
-	wf, _ := json.Marshal(want.Findings)
-	gf, _ := json.Marshal(got.Findings)
-	assert.JSONEq(t, string(wf), string(gf))
-	assert.Contains(t, strings.Join(got.Notes, "\n"), "no stacks in the before run")
-
-	// From standard input too.
-	s, err := Load(context.Background(), "-", bytes.NewReader(b), LoadOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, "summary", s.Kind)
-	assert.Equal(t, "standard input", s.Name)
-	// And a dump on standard input is still a dump.
-	dump, err := os.ReadFile(afterFile)
-	require.NoError(t, err)
-	s, err = Load(context.Background(), "-", bytes.NewReader(dump), LoadOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, "profile", s.Kind)
-	assert.Equal(t, 3, s.Summary.Dumps)
-}
-
-// A directory is one run: its files in name order.
-func TestDirectorySide(t *testing.T) {
-	b, err := os.ReadFile(beforeFile)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	parts := strings.SplitAfter(string(b), "JNI global refs")
-	n := 0
-	for _, p := range parts {
-		if strings.Contains(p, "Full thread dump") {
-			n++
-			require.NoError(t, os.WriteFile(filepath.Join(dir, "dump-"+string(rune('0'+n))+".txt"), []byte(p), 0o644))
-		}
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, ".hidden"), []byte("not a dump"), 0o644))
-	s := load(t, dir)
-	assert.Equal(t, 3, s.Summary.Dumps)
-	whole := load(t, beforeFile)
-	assert.Equal(t, whole.Summary.ContentionSites[0].AvgWaiters, s.Summary.ContentionSites[0].AvgWaiters)
-}
-
-// A thread dump in JSON (Thread.dump_to_file) is a dump, not a summary.
-func TestSniffLeavesJSONDumps(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "threads.json")
-	require.NoError(t, os.WriteFile(path, []byte(`{"threadDump": {"processId": "1", "time": "2026-11-26T10:00:00Z", "runtimeVersion": "21", "threadContainers": [{"container": "<root>", "parent": null, "owner": null, "threads": [{"tid": "1", "name": "main", "stack": ["A.b(A.java:1)"]}], "threadCount": "1"}]}}`), 0o644))
-	doc, err := sniffDocument(path, nil)
-	require.NoError(t, err)
-	assert.Nil(t, doc)
-	keys := topLevelKeys([]byte(`{"schema": 1, "samples": 3, "locks": [`))
-	assert.True(t, keys["schema"] && keys["samples"], "a prefix is enough to tell: %v", keys)
-}
-
-// A scale document's level is a side, with its throughput.
-func TestScaleDocumentSide(t *testing.T) {
-	before := load(t, beforeFile)
-	after := load(t, afterFile)
-	doc := map[string]any{
-		"vary": "concurrency", "throughput_source": "output", "fit": nil, "locks": []any{}, "findings": []any{},
-		"levels":    []map[string]any{{"n": 2, "throughput": 100.0}, {"n": 8, "throughput": 250.0}},
-		"summaries": []*analysis.Summary{after.Summary, before.Summary},
-	}
-	b, err := json.Marshal(doc)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "scale.json")
-	require.NoError(t, os.WriteFile(path, b, 0o644))
-
-	s := load(t, path)
-	assert.Equal(t, "scale", s.Kind)
-	assert.Equal(t, 8, s.Level, "the highest level by default")
-	require.NotNil(t, s.Throughput)
-	assert.Equal(t, 250.0, *s.Throughput)
-	s2, err := Load(context.Background(), path, nil, LoadOptions{Level: 2})
-	require.NoError(t, err)
-	assert.Equal(t, 100.0, *s2.Throughput)
-	_, err = Load(context.Background(), path, nil, LoadOptions{Level: 3})
-	assert.ErrorContains(t, err, "no level 3")
-
-	d := Compare(s2, s, Options{})
-	require.NotEmpty(t, d.Figures)
-	tp := d.Figures[0]
-	assert.Equal(t, "throughput", tp.ID)
-	assert.Equal(t, "up", tp.Direction)
-	assert.Equal(t, "better", tp.Verdict)
-	assert.Equal(t, 150.0, *tp.ChangePercent)
-
-	// The user's figure wins over the level's.
-	u := 90.0
-	d = Compare(s2, s, Options{AfterThroughput: &u})
-	assert.Equal(t, "worse", d.Figures[0].Verdict)
-}
-
-// FindingKey joins a run's finding with the other's however its numbers
+// diff.FindingKey joins a run's finding with the other's however its numbers
 // and its instance's address moved.
 func TestFindingKey(t *testing.T) {
 	a := analysis.Finding{Kind: "lock-hotspot", Summary: "Up to 7 threads …", Evidence: []string{"monitor CapacityFix$Catalog 0x00000000f0086a48"}}
 	b := analysis.Finding{Kind: "lock-hotspot", Summary: "2 threads …", Evidence: []string{"monitor CapacityFix$Catalog 0x00000000f0086930"}}
-	assert.Equal(t, FindingKey(a), FindingKey(b))
+	assert.Equal(t, diff.FindingKey(a), diff.FindingKey(b))
 	c := analysis.Finding{Kind: "lock-hotspot", Evidence: []string{"monitor CapacityFix$Stats 0x00000000f0086930"}}
-	assert.NotEqual(t, FindingKey(a), FindingKey(c))
+	assert.NotEqual(t, diff.FindingKey(a), diff.FindingKey(c))
 	s1 := analysis.Finding{Kind: "serialization", Summary: `Monitor X serializes pool "worker-N": of its 8 threads, 1.3 run`}
 	s2 := analysis.Finding{Kind: "serialization", Summary: `Monitor X serializes pool "worker-N": of its 3 threads, 0.9 run`}
-	assert.Equal(t, FindingKey(s1), FindingKey(s2))
+	assert.Equal(t, diff.FindingKey(s1), diff.FindingKey(s2))
 	st1 := analysis.Finding{Kind: "stuck-thread", Summary: `Thread "a" is BLOCKED in the same stack in all 3 dumps, at A.b(A.java:1).`}
 	st2 := analysis.Finding{Kind: "stuck-thread", Summary: `2 threads are BLOCKED in the same stack in all 5 dumps, at A.b(A.java:1).`}
-	assert.Equal(t, FindingKey(st1), FindingKey(st2))
+	assert.Equal(t, diff.FindingKey(st1), diff.FindingKey(st2))
 }
 
-// Names read from a dump reach the terminal escaped, and the JSON escapes
+// Names read from a dump reach the terminal escaped, and the diff.JSON escapes
 // markup.
 func TestHostileNamesEscaped(t *testing.T) {
 	name := "evil\x1b[31m<script>\u202e"
@@ -274,10 +169,10 @@ func TestHostileNamesEscaped(t *testing.T) {
 	require.Len(t, dumps[0].Threads, 3)
 	path := filepath.Join(t.TempDir(), "hostile.txt")
 	require.NoError(t, os.WriteFile(path, []byte(dump), 0o644))
-	doc := Compare(load(t, beforeFile), load(t, path), Options{})
+	doc := diff.Compare(load(t, beforeFile), load(t, path), diff.Options{})
 	var text, js bytes.Buffer
-	require.NoError(t, Text(&text, doc, TextOptions{}))
-	require.NoError(t, JSON(&js, doc))
+	require.NoError(t, diff.Text(&text, doc, diff.TextOptions{}))
+	require.NoError(t, diff.JSON(&js, doc))
 	assert.NotContains(t, text.String(), "\x1b", "no raw escape reaches the terminal")
 	assert.NotContains(t, text.String(), "\u202e", "no raw bidi override reaches the terminal")
 	assert.Contains(t, text.String(), "evil")
@@ -306,7 +201,7 @@ func TestNormalizeFrame(t *testing.T) {
 		"com.sun.proxy.$Proxy42.call":                           "com.sun.proxy.$Proxy.call",
 		"CapacityFix$Catalog.lookup(CapacityFix.java:24)":       "CapacityFix$Catalog.lookup(CapacityFix.java:24)",
 	} {
-		assert.Equal(t, want, NormalizeFrame(in), in)
+		assert.Equal(t, want, diff.NormalizeFrame(in), in)
 	}
 }
 
@@ -316,13 +211,13 @@ func TestJFRFigures(t *testing.T) {
 	const rec = "../cli/testdata/jfr/jfrlocks-jdk17.jfr"
 	side := load(t, rec)
 	require.NotNil(t, side.Summary.JFR)
-	doc := Compare(load(t, beforeFile), side, Options{})
+	doc := diff.Compare(load(t, beforeFile), side, diff.Options{})
 	var checked int
 	for _, cs := range side.Summary.ContentionSites {
 		if cs.JFR == nil {
 			continue
 		}
-		var r *Resource
+		var r *diff.Resource
 		for i := range doc.Resources {
 			if doc.Resources[i].ID == cs.ID {
 				r = &doc.Resources[i]
@@ -351,7 +246,7 @@ func TestJFRFigures(t *testing.T) {
 	assert.Contains(t, figs, "jfr_wait_seconds")
 	assert.Contains(t, strings.Join(doc.Notes, "\n"), "only one run has a JFR recording")
 
-	same := Compare(side, side, Options{})
+	same := diff.Compare(side, side, diff.Options{})
 	for _, r := range same.Resources {
 		assert.Equal(t, "both", r.Status)
 		assert.Equal(t, "same", r.AvgWaiters.Direction, r.ID)

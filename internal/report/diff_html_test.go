@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/browsertest"
 	"github.com/ctprof/ctprof/internal/diff"
+	"github.com/ctprof/ctprof/internal/diffinput"
 )
 
 // The comparison page of ctprof diff, from the jcmd dumps of the
@@ -23,7 +24,7 @@ import (
 
 func loadSide(t *testing.T, name string) *diff.Side {
 	t.Helper()
-	s, err := diff.Load(context.Background(), filepath.Join("..", "diff", "testdata", name), nil, diff.LoadOptions{})
+	s, err := diffinput.Load(context.Background(), filepath.Join("..", "diff", "testdata", name), nil, diffinput.LoadOptions{})
 	require.NoError(t, err)
 	s.Name = name // the page shows the name; keep it the same on any machine
 	return s

@@ -1,4 +1,8 @@
-package diff
+// Package diffinput reads the runs ctprof diff compares: a JSON summary or
+// scale document ctprof wrote, told by content, or anything ctprof analyze
+// reads, drained through one Aggregator. It is apart from internal/diff so
+// that the comparison, and the report that draws it, link no input reader.
+package diffinput
 
 import (
 	"bufio"
@@ -14,26 +18,9 @@ import (
 	"strings"
 
 	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/diff"
 	"github.com/ctprof/ctprof/internal/source"
 )
-
-// Side is one run of a comparison: its summary, and its folded stacks when
-// the input had stacks (a JSON summary has none).
-type Side struct {
-	// Name is the input as the user gave it ("standard input" for -).
-	Name string
-	// Kind says what the input was: "profile" (dumps, .jfr files or a
-	// recording, analysed here), "summary" (a JSON summary ctprof wrote)
-	// or "scale" (a ctprof scale document, one of its levels).
-	Kind    string
-	Summary *analysis.Summary
-	Stacks  []*analysis.FoldedStack
-	// Throughput is the run's throughput when the input says it (a scale
-	// level) or the user gave it; nil otherwise.
-	Throughput *float64
-	// Level is the scale level taken, for Kind "scale".
-	Level int
-}
 
 // LoadOptions tune how a side is read.
 type LoadOptions struct {
@@ -45,7 +32,7 @@ type LoadOptions struct {
 // by content), or anything `ctprof analyze` reads, through one Aggregator.
 // name may be a file, source.StdinName, or a directory, whose files are
 // read in name order as one series (a run's dumps, one file each).
-func Load(ctx context.Context, name string, stdin io.Reader, opt LoadOptions) (*Side, error) {
+func Load(ctx context.Context, name string, stdin io.Reader, opt LoadOptions) (*diff.Side, error) {
 	display := name
 	if name == source.StdinName {
 		display = "standard input"
@@ -89,7 +76,7 @@ func Load(ctx context.Context, name string, stdin io.Reader, opt LoadOptions) (*
 	if total == 0 {
 		return nil, fmt.Errorf("%s: no thread dump, recording or JFR wait in it", display)
 	}
-	return &Side{Name: display, Kind: "profile", Summary: agg.Summary(), Stacks: agg.Stacks()}, nil
+	return &diff.Side{Name: display, Kind: "profile", Summary: agg.Summary(), Stacks: agg.Stacks()}, nil
 }
 
 // inputFiles lists what name stands for: itself, or a directory's regular
@@ -134,8 +121,8 @@ type document struct {
 
 // scaleDocument is the part of `ctprof scale --format json` a side reads:
 // each level's throughput and profile. (The scale package's own type is
-// not imported: it lives above the report writers, which import this
-// package.)
+// not imported: a side needs two of its fields, and scale links the
+// sampler.)
 type scaleDocument struct {
 	Throughput string `json:"throughput_source"`
 	Levels     []struct {
@@ -240,9 +227,9 @@ func topLevelKeys(b []byte) map[string]bool {
 }
 
 // side makes the Side of a document.
-func (d *document) side(name string, opt LoadOptions) (*Side, error) {
+func (d *document) side(name string, opt LoadOptions) (*diff.Side, error) {
 	if d.summary != nil {
-		return &Side{Name: name, Kind: "summary", Summary: d.summary}, nil
+		return &diff.Side{Name: name, Kind: "summary", Summary: d.summary}, nil
 	}
 	sc := d.scale
 	if len(sc.Levels) == 0 || len(sc.Summaries) != len(sc.Levels) {
@@ -265,5 +252,5 @@ func (d *document) side(name string, opt LoadOptions) (*Side, error) {
 		return nil, fmt.Errorf("level %d of the scale document has no profile", sc.Levels[pick].N)
 	}
 	tp := sc.Levels[pick].Throughput
-	return &Side{Name: name, Kind: "scale", Summary: sc.Summaries[pick], Throughput: &tp, Level: sc.Levels[pick].N}, nil
+	return &diff.Side{Name: name, Kind: "scale", Summary: sc.Summaries[pick], Throughput: &tp, Level: sc.Levels[pick].N}, nil
 }
