@@ -29,9 +29,11 @@ import (
 
 // FormatVersion is the version this ctprof writes and the newest it reads.
 // Version 2 adds each futex wait's expected value and timeout flag;
-// version 3 the waits and GC pauses a JVM recorded (JFR, attach --jfr).
+// version 3 the waits and GC pauses a JVM recorded (JFR, attach --jfr);
+// version 4 the host's CPU time, its biggest CPU consumers and the
+// target's cgroup quotas (hostcpu.go).
 // Older files are still read (what they lack reads as zero or empty).
-const FormatVersion = 3
+const FormatVersion = 4
 
 // Magic starts every recording; the version byte follows it.
 const Magic = "CTPROF-RECORDING\n"

@@ -150,6 +150,9 @@ func encodeSnapshot(e *encoder, s *snapshot.Snapshot, prev threadState, key bool
 	if e.version >= 3 {
 		encodeWaits(e, s)
 	}
+	if e.version >= 4 && s.Host != nil {
+		encodeHostCPU(e, s.Host)
+	}
 	return next
 }
 
@@ -280,6 +283,9 @@ func decodeSnapshot(d *decoder, prev threadState, key bool) (*snapshot.Snapshot,
 	}
 	if d.version >= 3 {
 		decodeWaits(d, s)
+	}
+	if d.version >= 4 && s.Host != nil {
+		decodeHostCPU(d, s.Host)
 	}
 	return s, next
 }
