@@ -255,3 +255,45 @@ func TestJFRFigures(t *testing.T) {
 		}
 	}
 }
+
+// Live runs: futexes are matched by symbol (their addresses differ from
+// run to run), threads per connection, CPU and pool rates have both sides.
+func TestLiveFigures(t *testing.T) {
+	sym := "pool_lock (app+0x4040)"
+	run := func(addr string, waiters float64, threads, conns int, slope float64, cpu float64) *diff.Side {
+		return &diff.Side{Name: addr, Kind: "profile", Summary: &analysis.Summary{
+			Schema: analysis.SchemaVersion, Samples: 10, Threads: threads,
+			Target:               &analysis.TargetSummary{PID: 1, Name: "app", Kind: "native", CPUs: 2},
+			CPUPercent:           cpu,
+			Connections:          &analysis.ConnectionSummary{Established: conns},
+			ThreadsPerConnection: &analysis.ThreadsPerConnection{Ratio: float64(threads) / float64(conns), Slope: &slope},
+			Scheduling:           &analysis.Scheduling{RunQueueWaitShare: 0.3, WaitingForCPUAvg: 0.5, RunnableAvg: 1.5, CPUs: 2},
+			ContextSwitches:      &analysis.ContextSwitchSummary{VoluntaryPerSecond: 100, InvoluntaryPerSecond: 10},
+			Locks:                []analysis.LockSummary{{ID: "futex||" + addr, Kind: "futex", Class: "pool_lock", Address: addr, Symbol: &sym, AvgWaiters: waiters, Waiters: 3, BlockedShare: 0.5}},
+			Pools:                []analysis.PoolSummary{{Name: "worker-N", Threads: threads - 1, CPUPercent: cpu}},
+		}}
+	}
+	doc := diff.Compare(run("0x7f0000001000", 2.5, 41, 20, 2, 150), run("0x7f5555551000", 0.5, 11, 20, 0.5, 120), diff.Options{})
+	require.Len(t, doc.Resources, 1, "one futex, whatever its address")
+	r := doc.Resources[0]
+	assert.Equal(t, "futex|pool_lock", r.ID)
+	assert.Equal(t, "both", r.Status)
+	assert.Equal(t, 2.5, *r.AvgWaiters.Before)
+	assert.Equal(t, "better", r.AvgWaiters.Verdict)
+	figs := map[string]diff.Figure{}
+	for _, fg := range doc.Figures {
+		figs[fg.ID] = fg
+	}
+	for _, id := range []string{"cpu_percent", "run_queue_wait_share", "waiting_for_cpu_avg", "runnable_avg", "voluntary_per_second", "involuntary_per_second", "connections", "threads_per_connection", "threads_per_connection_slope"} {
+		require.Contains(t, figs, id)
+	}
+	tpc := figs["threads_per_connection"]
+	assert.InDelta(t, 2.05, *tpc.Before, 1e-9)
+	assert.InDelta(t, 0.55, *tpc.After, 1e-9)
+	assert.Equal(t, "better", tpc.Verdict)
+	assert.Equal(t, "same", figs["run_queue_wait_share"].Direction)
+	require.Len(t, doc.Pools, 1)
+	require.NotNil(t, doc.Pools[0].CPUPercent)
+	assert.Equal(t, 150.0, *doc.Pools[0].CPUPercent.Before)
+	assert.Empty(t, doc.Pools[0].CPUPercent.Verdict, "more CPU is neither better nor worse")
+}

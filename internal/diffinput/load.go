@@ -138,10 +138,11 @@ const maxSummaryBytes = 256 << 20
 
 // sniffDocument tells a JSON summary or scale document from the other
 // inputs by content: a JSON object whose top-level keys are a summary's
-// ("schema" with "samples") or a scale run's ("levels" with "fit"). A
-// thread dump in JSON (Thread.dump_to_file) starts with "threadDump" and
-// is left to the dump reader, as is anything not JSON. It returns nil for
-// those. For standard input, rest replays what was read.
+// ("schema" with "samples") or a scale run's ("levels" with "fit"), in
+// any order (jq -S sorts them). A thread dump in JSON (Thread.dump_to_file)
+// has "threadDump" first and is left to the dump reader, as is anything
+// not JSON: sniffDocument returns nil for those, and for standard input
+// a document whose rest replays what was read.
 func sniffDocument(name string, stdin io.Reader) (*document, error) {
 	var r io.Reader
 	if name == source.StdinName {
@@ -155,27 +156,25 @@ func sniffDocument(name string, stdin io.Reader) (*document, error) {
 		r = f
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
-	notDoc := func() (*document, error) {
+	head, _ := br.Peek(64 << 10)
+	var rest io.Reader = br
+	isSummary, isScale := false, false
+	if trimmed := bytes.TrimLeft(head, " \t\r\n\ufeff"); len(trimmed) > 0 && trimmed[0] == '{' {
+		// What the key scan reads is kept, so the input can be read
+		// again from its start.
+		var seen bytes.Buffer
+		keys := topLevelKeys(io.TeeReader(io.LimitReader(br, maxSummaryBytes+1), &seen))
+		rest = io.MultiReader(&seen, br)
+		isSummary = keys["schema"] && keys["samples"]
+		isScale = keys["levels"] && keys["fit"]
+	}
+	if !isSummary && !isScale {
 		if name == source.StdinName {
-			return &document{rest: br}, nil
+			return &document{rest: rest}, nil
 		}
 		return nil, nil
 	}
-	head, _ := br.Peek(64 << 10)
-	trimmed := bytes.TrimLeft(head, " \t\r\n\ufeff")
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return notDoc()
-	}
-	keys := topLevelKeys(head)
-	isSummary := keys["schema"] && keys["samples"]
-	isScale := keys["levels"] && keys["fit"]
-	if !isSummary && !isScale {
-		if name == source.StdinName && !keys["threadDump"] && len(keys) > 0 {
-			return nil, errors.New("standard input is JSON but neither a ctprof summary, a scale document nor a thread dump")
-		}
-		return notDoc()
-	}
-	body, err := io.ReadAll(io.LimitReader(br, maxSummaryBytes+1))
+	body, err := io.ReadAll(io.LimitReader(rest, maxSummaryBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
@@ -189,22 +188,23 @@ func sniffDocument(name string, stdin io.Reader) (*document, error) {
 		}
 		return &document{scale: &d}, nil
 	}
-	var s analysis.Summary
-	if err := json.Unmarshal(body, &s); err != nil {
+	var sum analysis.Summary
+	if err := json.Unmarshal(body, &sum); err != nil {
 		return nil, fmt.Errorf("%s: not a summary ctprof wrote: %w", name, err)
 	}
-	if s.Schema != analysis.SchemaVersion {
-		return nil, fmt.Errorf("%s: summary schema %d; this ctprof reads schema %d", name, s.Schema, analysis.SchemaVersion)
+	if sum.Schema != analysis.SchemaVersion {
+		return nil, fmt.Errorf("%s: summary schema %d; this ctprof reads schema %d", name, sum.Schema, analysis.SchemaVersion)
 	}
-	return &document{summary: &s}, nil
+	return &document{summary: &sum}, nil
 }
 
-// topLevelKeys reads the keys of the JSON object b starts with, as far as
-// b goes (a prefix of a big file is enough: the keys that tell come
-// first in what ctprof writes, and "threadDump" is a dump's first).
-func topLevelKeys(b []byte) map[string]bool {
+// topLevelKeys reads the keys of the JSON object r starts with, skipping
+// their values, until the keys tell what the document is: "threadDump"
+// (a dump's first key), a summary's or a scale run's pair; or the object
+// ends or stops being JSON.
+func topLevelKeys(r io.Reader) map[string]bool {
 	keys := map[string]bool{}
-	dec := json.NewDecoder(bytes.NewReader(b))
+	dec := json.NewDecoder(r)
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return keys
 	}
@@ -218,6 +218,9 @@ func topLevelKeys(b []byte) map[string]bool {
 			return keys
 		}
 		keys[k] = true
+		if k == "threadDump" || keys["schema"] && keys["samples"] || keys["levels"] && keys["fit"] {
+			return keys
+		}
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
 			return keys

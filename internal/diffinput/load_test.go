@@ -90,7 +90,7 @@ func TestSniffLeavesJSONDumps(t *testing.T) {
 	doc, err := sniffDocument(path, nil)
 	require.NoError(t, err)
 	assert.Nil(t, doc)
-	keys := topLevelKeys([]byte(`{"schema": 1, "samples": 3, "locks": [`))
+	keys := topLevelKeys(strings.NewReader(`{"schema": 1, "samples": 3, "locks": [`))
 	assert.True(t, keys["schema"] && keys["samples"], "a prefix is enough to tell: %v", keys)
 }
 
@@ -131,4 +131,27 @@ func TestScaleDocumentSide(t *testing.T) {
 	u := 90.0
 	d = diff.Compare(s2, s, diff.Options{AfterThroughput: &u})
 	assert.Equal(t, "worse", d.Figures[0].Verdict)
+}
+
+// A summary whose keys were sorted (jq -S), its "schema" far beyond the
+// first 64 KiB, is still a summary; from standard input too.
+func TestSortedSummary(t *testing.T) {
+	before := load(t, beforeFile)
+	b, err := json.Marshal(before.Summary)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	// A key of a later schema, sorted before "schema" and "samples".
+	m["added_later"] = strings.Repeat("x", 100<<10)
+	sorted, err := json.Marshal(m) // encoding/json writes a map's keys sorted
+	require.NoError(t, err)
+	require.Greater(t, bytes.Index(sorted, []byte(`"schema"`)), 64<<10)
+	path := filepath.Join(t.TempDir(), "sorted.json")
+	require.NoError(t, os.WriteFile(path, sorted, 0o644))
+	s := load(t, path)
+	assert.Equal(t, "summary", s.Kind)
+	assert.Equal(t, before.Summary.ContentionSites, s.Summary.ContentionSites)
+	s, err = Load(context.Background(), "-", bytes.NewReader(sorted), LoadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "summary", s.Kind)
 }
