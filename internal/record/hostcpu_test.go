@@ -19,7 +19,7 @@ import (
 // host context intact), and a tick without consumers keeps them nil.
 func TestHostCPURoundTripAndVersion3(t *testing.T) {
 	full := &procfs.Host{CPUs: 2, Load1: 3.5, ContextSwitches: 99, BusyTicks: 123456, StealTicks: 78,
-		Consumers: []procfs.ProcCPU{{PID: 500, Name: "stress-ng-cpu", Start: 42, CPU: 900 * time.Millisecond}, {PID: 7, Name: "evil\n\x1b", Start: 1, CPU: time.Millisecond}},
+		Consumers:       []procfs.ProcCPU{{PID: 500, Name: "stress-ng-cpu", Start: 42, CPU: 900 * time.Millisecond}, {PID: 7, Name: "evil\n\x1b", Start: 1, CPU: time.Millisecond}},
 		ConsumersWindow: 1100 * time.Millisecond,
 		Quotas:          []procfs.CPUQuota{{Cgroup: "/kubepods/pod1", Version: 2, Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond, Periods: 40, Throttled: 30, ThrottledTime: 2500 * time.Millisecond}},
 	}
