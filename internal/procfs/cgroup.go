@@ -61,38 +61,8 @@ func (f FS) findQuotas(pid int) []quotaDir {
 	if err != nil {
 		return nil
 	}
-	v1, v2, hasV2 := parseProcCgroup(cg)
-	// A hybrid host mounts the v2 hierarchy beside v1 ones, and the cpu
-	// controller belongs to v1 when the process is in a v1 cpu hierarchy
-	// ctprof can see; otherwise to v2 (where a cgroup without the
-	// controller enabled has no cpu.max, hence no quota).
-	var m cgroupMount
-	var rel string
-	found := false
-	for _, want := range []int{1, 2} {
-		cgroup := v1
-		if want == 2 {
-			cgroup = v2
-			if !hasV2 {
-				break
-			}
-		} else if v1 == "" {
-			continue
-		}
-		for _, mt := range parseCgroupMounts(mi) {
-			if mt.version != want {
-				continue
-			}
-			if r, ok := cgroupBelow(cgroup, mt.root); ok {
-				m, rel, found = mt, r, true
-				break
-			}
-		}
-		if found {
-			break
-		}
-	}
-	if !found {
+	m, rel, ok := cpuHierarchy(cg, mi)
+	if !ok {
 		return nil
 	}
 	version := m.version
@@ -113,6 +83,38 @@ func (f FS) findQuotas(pid int) []quotaDir {
 		rel = path.Dir(rel)
 	}
 	return out
+}
+
+// cpuHierarchy picks, from a process's /proc/<pid>/cgroup and ctprof's
+// mountinfo, the mount that shows the process's cgroup in the hierarchy
+// holding the cpu controller, and the cgroup's directory below it. A
+// hybrid host mounts the v2 hierarchy beside v1 ones, and the controller
+// belongs to v1 when the process is in a v1 cpu hierarchy ctprof can see;
+// otherwise to v2 (where a cgroup without the controller enabled has no
+// cpu.max, hence no quota).
+func cpuHierarchy(procCgroup, mountinfo []byte) (cgroupMount, string, bool) {
+	v1, v2, hasV2 := parseProcCgroup(procCgroup)
+	mounts := parseCgroupMounts(mountinfo)
+	below := func(version int, cgroup string) (cgroupMount, string, bool) {
+		for _, m := range mounts {
+			if m.version != version {
+				continue
+			}
+			if rel, ok := cgroupBelow(cgroup, m.root); ok {
+				return m, rel, true
+			}
+		}
+		return cgroupMount{}, "", false
+	}
+	if v1 != "" {
+		if m, rel, ok := below(1, v1); ok {
+			return m, rel, true
+		}
+	}
+	if hasV2 {
+		return below(2, v2)
+	}
+	return cgroupMount{}, "", false
 }
 
 // readLimit reads the directory's quota; false when it sets none (or

@@ -166,6 +166,38 @@ func TestParseCgroupMounts(t *testing.T) {
 	}, got)
 }
 
+// The cpu controller's hierarchy: v1's on a hybrid host whose v1 cpu
+// mount shows the process, v2's otherwise; a mount that does not show the
+// process's cgroup (another namespace's subtree) is passed over.
+func TestCPUHierarchy(t *testing.T) {
+	hybrid := `32 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu,cpuacct
+41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw
+`
+	m, rel, ok := cpuHierarchy([]byte("2:cpu,cpuacct:/svc/app\n0::/svc/app\n"), []byte(hybrid))
+	require.True(t, ok)
+	assert.Equal(t, cgroupMount{version: 1, root: "/", point: "/sys/fs/cgroup/cpu"}, m)
+	assert.Equal(t, "svc/app", rel)
+
+	// In a v1 cpu cgroup no visible mount shows: v2 is tried.
+	m, rel, ok = cpuHierarchy([]byte("2:cpu:/x\n0::/svc/app\n"), []byte("41 31 0:38 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"))
+	require.True(t, ok)
+	assert.Equal(t, 2, m.version)
+	assert.Equal(t, "svc/app", rel)
+
+	v2 := `50 1 0:40 /other /mnt/other rw - cgroup2 cgroup2 rw
+51 1 0:40 /kubepods /sys/fs/cgroup rw - cgroup2 cgroup2 rw
+`
+	m, rel, ok = cpuHierarchy([]byte("0::/kubepods/pod1/ctr\n"), []byte(v2))
+	require.True(t, ok)
+	assert.Equal(t, "/sys/fs/cgroup", m.point)
+	assert.Equal(t, "pod1/ctr", rel)
+
+	_, _, ok = cpuHierarchy([]byte("0::/elsewhere\n"), []byte(v2))
+	assert.False(t, ok)
+	_, _, ok = cpuHierarchy([]byte("1:name=systemd:/\n"), []byte(hybrid))
+	assert.False(t, ok, "no cpu controller line, no v2 line")
+}
+
 // A cgroup path comes from the target's side: one that climbs out of the
 // mount, or lies beside its root, is refused.
 func TestCgroupBelow(t *testing.T) {
