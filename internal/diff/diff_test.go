@@ -297,3 +297,19 @@ func TestLiveFigures(t *testing.T) {
 	assert.Equal(t, 150.0, *doc.Pools[0].CPUPercent.Before)
 	assert.Empty(t, doc.Pools[0].CPUPercent.Verdict, "more CPU is neither better nor worse")
 }
+
+// A JSON summary is input like a dump: whatever it says reaches the
+// terminal escaped, its kinds and severities too.
+func TestHostileSummaryEscaped(t *testing.T) {
+	evil := "\x1b]0;pwned\x07"
+	s := &analysis.Summary{Schema: analysis.SchemaVersion, Dumps: 1,
+		ContentionSites: []analysis.ContentionSite{{ID: "k|c|f", Kind: evil, Class: evil, WaitFrame: evil, AvgWaiters: 1}},
+		Pools:           []analysis.PoolSummary{{Name: evil, Threads: 2}},
+		Findings:        []analysis.Finding{{Kind: evil, Severity: evil, Summary: evil}},
+	}
+	doc := diff.Compare(load(t, beforeFile), &diff.Side{Name: evil, Kind: "summary", Summary: s}, diff.Options{})
+	var text bytes.Buffer
+	require.NoError(t, diff.Text(&text, doc, diff.TextOptions{}))
+	assert.NotContains(t, text.String(), "\x1b")
+	assert.NotContains(t, text.String(), "\x07")
+}

@@ -117,20 +117,24 @@ func writeFindings(tw *textWriter, doc *Document) {
 		return
 	}
 	for _, fd := range fs.Gone {
-		tw.printf("  gone      [%s] %s\n", strings.ToUpper(fd.Severity), termtext.Safe(fd.Summary))
+		tw.printf("  gone      [%s] %s\n", severity(fd.Severity), termtext.Safe(fd.Summary))
 	}
 	for _, fd := range fs.Appeared {
-		tw.printf("  appeared  [%s] %s\n", strings.ToUpper(fd.Severity), termtext.Safe(fd.Summary))
+		tw.printf("  appeared  [%s] %s\n", severity(fd.Severity), termtext.Safe(fd.Summary))
 	}
 	for _, k := range fs.Kept {
-		sev := strings.ToUpper(k.After.Severity)
+		sev := severity(k.After.Severity)
 		if k.Severity != "same" {
-			sev = strings.ToUpper(k.Before.Severity) + " → " + sev
+			sev = severity(k.Before.Severity) + " → " + sev
 		}
 		tw.printf("  kept      [%s] %s\n", sev, termtext.Safe(k.After.Summary))
 		tw.printf("            before: %s\n", termtext.Safe(k.Before.Summary))
 	}
 }
+
+// severity prints a finding's severity; it comes from the run's summary,
+// which may be a JSON file anyone wrote, so it is escaped like a name.
+func severity(s string) string { return strings.ToUpper(termtext.Safe(s)) }
 
 func writeFigures(tw *textWriter, doc *Document) {
 	if len(doc.Figures) == 0 {
@@ -172,7 +176,7 @@ func writeResources(tw *textWriter, doc *Document, top int) {
 		if r.WaitFrame != "" {
 			where = " at " + termtext.Safe(r.WaitFrame)
 		}
-		tw.printf("  %s %s%s%s\n", r.Kind, termtext.Safe(r.Class), where, status)
+		tw.printf("  %s %s%s%s\n", termtext.Safe(r.Kind), termtext.Safe(r.Class), where, status)
 		row := func(label string, c Change, fm form) {
 			tw.printf("    %-40s %s\n", label, formatChange(c, fm))
 		}

@@ -141,3 +141,15 @@ func TestDiffHTMLInBrowserHostileNames(t *testing.T) {
 		})
 	}
 }
+
+// With a recording on a side, the resource table has the recorded waits,
+// their total and p99.
+func TestDiffHTMLJFRColumns(t *testing.T) {
+	rec, err := diffinput.Load(context.Background(), filepath.Join("..", "cli", "testdata", "jfr", "jfrlocks-jdk17.jfr"), nil, diffinput.LoadOptions{})
+	require.NoError(t, err)
+	page := string(renderDiff(t, loadSide(t, "before.txt"), rec))
+	for _, h := range []string{"JFR waits", "JFR wait s", "JFR p99 ms"} {
+		assert.Contains(t, page, "<th data-type=\"num\">"+h+"</th>")
+	}
+	assert.Contains(t, page, `data-resource="monitor|JfrLocks$Monitor|JfrLocks.enterMonitor"`)
+}
