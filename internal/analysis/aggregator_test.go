@@ -243,7 +243,9 @@ func TestFutexLocksAndConditions(t *testing.T) {
 	assert.Equal(t, "big_lock (app+0x4040)", *l.Symbol)
 	assert.Equal(t, 0.5, l.BlockedShare)
 	assert.Equal(t, 1.0, l.AvgWaiters)
-	assert.Equal(t, 4.0, l.BlockedThreadSeconds)
+	// Two waiters asleep (no CPU time) through the 1 s before the third
+	// sample; the first sample has no interval measured before it.
+	assert.Equal(t, 2.0, l.BlockedThreadSeconds)
 	assert.Equal(t, []string{"w-1 (tid 1)", "w-2 (tid 2)"}, l.WaiterThreads)
 	require.Len(t, s.FutexWaits, 1)
 	assert.Equal(t, "condition", s.FutexWaits[0].Kind)

@@ -401,8 +401,8 @@ func (a *Aggregator) lockSeries() []Series {
 			break
 		}
 		name := la.kind + " " + shortClass(la.class)
-		if la.symbol != nil {
-			name = "futex " + *la.symbol
+		if la.kind == "futex" {
+			name = "futex " + futexName(la.symbol, la.class, la.address)
 		}
 		out = append(out, Series{Name: name, Points: la.waiters.snapshot()})
 	}

@@ -46,7 +46,7 @@ func findings(s *Summary, extra ...Finding) []Finding {
 	out = append(out, wakeupFindings(s)...)
 	out = append(out, saturationFindings(s)...)
 	out = append(out, extra...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].impact > out[j].impact })
+	sortFindings(out)
 	return out
 }
 
@@ -419,10 +419,7 @@ func resourceFinding(cs ContentionSite, s *Summary) (Finding, bool) {
 // contended_mutex (app+0x4040)".
 func LockName(l LockSummary) string {
 	if l.Kind == "futex" {
-		if l.Symbol != nil {
-			return "futex " + *l.Symbol
-		}
-		return "futex " + l.Address
+		return "futex " + futexName(l.Symbol, l.Class, l.Address)
 	}
 	what := l.Resource
 	if what == "" {
@@ -571,7 +568,7 @@ func serializationFindings(s *Summary, covered map[string]bool) []Finding {
 			Severity: sev,
 			Summary:  sum,
 			Evidence: ev,
-			NextStep: "Adding threads or CPUs will not help while this lock is held this long: make the critical section smaller, stripe the lock, or give each thread its own copy of the state.",
+			NextStep: serializationNextStep(s),
 			impact:   1e6 - 1 + sr.Queueing*1000,
 		})
 	}
@@ -695,42 +692,4 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// futexFinding describes a native lock hotspot: threads blocked in futex(2)
-// on one address that is not a condition variable.
-func futexFinding(l LockSummary, samples int) Finding {
-	name := "futex " + l.Address
-	if l.Symbol != nil {
-		name = "futex " + *l.Symbol
-	}
-	sev := SeverityWarning
-	if l.Waiters >= 5 || l.AvgWaiters >= 4 {
-		sev = SeverityCritical
-	}
-	seen := ""
-	if l.DumpsSeen <= 1 {
-		// One sample is a snapshot: it cannot carry a critical finding.
-		sev = SeverityWarning
-		seen = ", seen in 1 sample"
-	}
-	ev := []string{fmt.Sprintf("futex address %s, %.2f waiters on average over %d samples, with waiters in %s", l.Address, l.AvgWaiters, samples, plural(l.DumpsSeen, "sample"))}
-	if len(l.WaiterThreads) > 0 {
-		ev = append(ev, "waiters: "+strings.Join(l.WaiterThreads, ", "))
-	}
-	if l.BlockedThreadSeconds > 0 {
-		ev = append(ev, fmt.Sprintf("threads spent %.1f s queued on it in all", l.BlockedThreadSeconds))
-	}
-	if l.FutexKind == "unknown" {
-		ev = append(ev, "ctprof could not tell a lock from a condition at this address; treat it as contention")
-	}
-	return Finding{
-		Kind:     FindingLockHotspot,
-		Severity: sev,
-		Summary: fmt.Sprintf("Up to %d threads wait on %s (blocked in %.0f%% of samples, %.1f on average%s).",
-			l.Waiters, name, 100*l.BlockedShare, l.AvgWaiters, seen),
-		Evidence: ev,
-		NextStep: "Find the code that takes this mutex (perf record -g, or gdb on one waiter) and shorten or split its critical section.",
-		impact:   1e6 + float64(l.Waiters)*1000 + l.AvgWaiters,
-	}
 }

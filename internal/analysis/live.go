@@ -128,6 +128,10 @@ type osThreadAgg struct {
 	javaState    threaddump.State
 	seenAt       int // sample number of the last sighting
 	seen         int
+	// sinceLast is what the thread did since the previous sample, and
+	// measured says that sample saw it too (futexlocks.go).
+	sinceLast counters
+	measured  bool
 	// timedWaits counts the samples in which the thread slept in a call
 	// that ends by itself (sleep, timed futex or poll wait).
 	timedWaits int
@@ -246,6 +250,7 @@ func (a *Aggregator) addLive(s *snapshot.Snapshot, dt time.Duration, tick dumpTi
 		}
 		o.cur = append(o.cur, ta)
 		o.live = o.live.add(c.sub(ta.last))
+		ta.noteTick(c, n)
 		ta.last, ta.lstT, ta.seenAt = c, s.Time, n
 		ta.seen++
 		ta.policy, ta.rtPriority, ta.nice, ta.cpusAllowed, ta.state, ta.processor = t.Policy, t.RTPriority, t.Nice, t.CPUsAllowed, t.State, t.Processor
@@ -484,6 +489,8 @@ func missingHint(file string) string {
 		return "could not read /proc/<pid>/fd (needs the target's user or root): connection counts are missing; run ctprof as root or as the target's user"
 	case "wchan":
 		return "could not read /proc/<pid>/task/*/wchan: kernel wait channels are missing; run ctprof as root or as the target's user"
+	case "mem":
+		return "could not read /proc/<pid>/mem (needs ptrace rights over the target): the holders of native locks are missing; run ctprof as root or as the target's user"
 	}
 	return fmt.Sprintf("could not read /proc/<pid>/task/*/%s for lack of permission; run ctprof as root or as the target's user", file)
 }

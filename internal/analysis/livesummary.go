@@ -91,7 +91,8 @@ func (a *Aggregator) liveSummary(s *Summary, full bool) {
 
 	for addr, c := range o.conds {
 		s.FutexWaits = append(s.FutexWaits, FutexWaitSummary{
-			Address: fmt.Sprintf("0x%x", addr), Symbol: futexSymbol(c.fw.Location.Symbol, c.fw.Location.String()),
+			Address: fmt.Sprintf("0x%x", addr), Name: futexName(nil, futexClass(c.fw.Location), fmt.Sprintf("0x%x", addr)),
+			Symbol: futexSymbol(c.fw.Location.Symbol, c.fw.Location.String()),
 			Module: c.fw.Location.Module, Kind: string(c.fw.Kind), Waiters: c.peak,
 			AvgWaiters: round3(float64(c.waiterSum) / float64(o.samples)),
 		})

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -50,6 +49,7 @@ type lockAgg struct {
 	symbol    *string
 	module    string
 	futexKind string
+	futex     *futexAgg
 
 	waiters *downsampled
 
@@ -645,61 +645,6 @@ func dominantWaitFrame(ws []threaddump.Waiter) string {
 	return best
 }
 
-// addFutexLocks folds one live sample's futex waits in: locks (and waits
-// the kernel cannot classify) into the lock table, condition waits apart.
-func (a *Aggregator) addFutexLocks(s *snapshot.Snapshot, dt time.Duration, names func(tid int) string) map[string][]int {
-	waiters := map[string][]int{}
-	now := map[string]int{}
-	for _, fw := range s.Futexes {
-		if fw.Kind == snapshot.FutexCondition {
-			a.os.addCondition(fw)
-			continue
-		}
-		addr := fmt.Sprintf("0x%x", fw.Address)
-		class := fw.Location.Symbol
-		if class == "" {
-			class = fw.Location.Module
-		}
-		la := a.lock(lockKey("futex", "", addr), "futex", class)
-		if fw.Location.Module != "" {
-			la.class, la.module = class, fw.Location.Module
-			if fw.Location.Symbol != "" {
-				la.symbol = strPtr(fw.Location.String())
-			}
-		}
-		if la.futexKind == "" || fw.Kind != snapshot.FutexUnknown {
-			la.futexKind = string(fw.Kind)
-		}
-		n := len(fw.TIDs)
-		la.noteKind("futex", n)
-		la.samples++
-		la.waiterSum += n
-		la.blockedSeconds += float64(n) * dt.Seconds()
-		now[la.id] = n
-		waiters[la.id] = fw.TIDs
-		if n >= la.peak {
-			la.peak = n
-			la.noteAddress(addr)
-			la.waiterNames = la.waiterNames[:0]
-			for i, tid := range fw.TIDs {
-				if i == 10 {
-					break
-				}
-				la.waiterNames = append(la.waiterNames, fmt.Sprintf("%s (tid %d)", names(tid), tid))
-			}
-		}
-	}
-	for id, la := range a.locks {
-		if la.kind == "futex" {
-			la.current = now[id]
-			if !s.Time.IsZero() {
-				la.waiters.add(s.Time, float64(now[id]))
-			}
-		}
-	}
-	return waiters
-}
-
 // lockSummaries reports every lock, most contended first.
 func (a *Aggregator) lockSummaries() []LockSummary {
 	out := []LockSummary{}
@@ -722,6 +667,7 @@ func (a *Aggregator) lockSummaries() []LockSummary {
 			Symbol:               la.symbol,
 			Module:               la.module,
 			FutexKind:            la.futexKind,
+			Holder:               futexHolderSummary(la),
 		}
 		for k, n := range la.kinds {
 			ls.WaitKinds[k] = n

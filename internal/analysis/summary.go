@@ -206,6 +206,10 @@ type LockSummary struct {
 	Module string `json:"module,omitempty"`
 	// FutexKind is "lock" or "unknown" for futex locks.
 	FutexKind string `json:"futex_kind,omitempty"`
+	// Holder is the thread a futex lock's memory names as its holder
+	// (futexlocks.go); absent when never read. Owner and OwnerFrame
+	// repeat its name and what it ran.
+	Holder *FutexHolder `json:"holder,omitempty"`
 	// DumpsSeen is the number of samples the lock's figures rest on: the
 	// dumps in which it had a waiter (for futex locks, the /proc samples).
 	DumpsSeen int `json:"dumps_seen"`
@@ -499,7 +503,10 @@ type JVMSummary struct {
 
 // FutexWaitSummary is a futex address native threads wait on for a signal.
 type FutexWaitSummary struct {
-	Address    string  `json:"address"`
+	Address string `json:"address"`
+	// Name is the address's stable name ("[heap]+0x2a0"; see
+	// LockSummary.Class for futex locks).
+	Name       string  `json:"name"`
 	Symbol     *string `json:"symbol"`
 	Module     string  `json:"module"`
 	Kind       string  `json:"kind"`

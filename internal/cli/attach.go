@@ -315,10 +315,7 @@ func statusLine(elapsed time.Duration, n int, snap *snapshot.Snapshot) string {
 		if fw.Kind == snapshot.FutexCondition {
 			continue
 		}
-		name := fmt.Sprintf("futex 0x%x", fw.Address)
-		if fw.Location.Symbol != "" {
-			name = fw.Location.String()
-		}
+		name := "futex " + fw.Location.String()
 		fmt.Fprintf(&b, "  hottest: %s (%d waiting)", report.Terminal(name), len(fw.TIDs))
 		break
 	}

@@ -31,9 +31,10 @@ import (
 // Version 2 adds each futex wait's expected value and timeout flag;
 // version 3 the waits and GC pauses a JVM recorded (JFR, attach --jfr);
 // version 4 the host's CPU time, its biggest CPU consumers and the
-// target's cgroup quotas (hostcpu.go).
+// target's cgroup quotas (hostcpu.go); version 5 what each futex's lock
+// said of its holder (holder.go).
 // Older files are still read (what they lack reads as zero or empty).
-const FormatVersion = 4
+const FormatVersion = 5
 
 // Magic starts every recording; the version byte follows it.
 const Magic = "CTPROF-RECORDING\n"

@@ -79,6 +79,9 @@ func encodeSnapshot(e *encoder, s *snapshot.Snapshot, prev threadState, key bool
 			e.uvarint(f.Value)
 			e.bool(f.Timed)
 		}
+		if e.version >= 5 {
+			encodeHolder(e, f.Holder)
+		}
 		e.uvarint(uint64(len(f.TIDs)))
 		for _, tid := range f.TIDs {
 			e.int(tid)
@@ -360,6 +363,9 @@ func decodeFutexes(d *decoder, s *snapshot.Snapshot) {
 		if d.version >= 2 {
 			f.Value = d.uvarint()
 			f.Timed = d.bool()
+		}
+		if d.version >= 5 {
+			f.Holder = decodeHolder(d)
 		}
 		nt := d.count(1)
 		if nt > 0 {

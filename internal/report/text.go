@@ -176,17 +176,27 @@ func writeLockInstances(tw *textWriter, s *analysis.Summary, top int) {
 	tw.printf("\n")
 }
 
-// writeFutexLock prints a native lock, known only by its futex address
-// (and the symbol it lies in, when one was found): it has no class, owner
-// or frames to show.
+// writeFutexLock prints a native lock by its stable name (symbol, module
+// and offset, "[heap]+0x2a0") and address, and the holder its memory
+// named: it has no frames to show.
 func writeFutexLock(tw *textWriter, l analysis.LockSummary) {
 	T := Terminal
-	name := l.Address
-	if l.Symbol != nil {
-		name = *l.Symbol + " " + l.Address
+	name := strings.TrimPrefix(analysis.LockName(l), "futex ")
+	if name != l.Address {
+		name += " <" + l.Address + ">"
 	}
-	tw.printf("  %3d waiting  futex %s\n", l.Waiters, T(name))
+	held := ""
+	if h := l.Holder; h != nil && h.TID != 0 {
+		held = fmt.Sprintf("  held by %q (tid %d)", h.Thread, h.TID)
+	}
+	tw.printf("  %3d waiting  futex %s%s\n", l.Waiters, T(name), T(held))
 	tw.printf("               avg %.2f waiters, blocked in %.0f%% of samples, %.1f thread-seconds queued\n", l.AvgWaiters, 100*l.BlockedShare, l.BlockedThreadSeconds)
+	if h := l.Holder; h != nil && h.TID != 0 {
+		tw.printf("               holder (%s): %s at the sample with the most waiters; named in %d of %d samples\n",
+			T(h.Lock), T(h.Runs), h.Samples, l.DumpsSeen)
+	} else if h != nil {
+		tw.printf("               %s: no writer, %d readers at the sample with the most waiters\n", T(h.Lock), h.Readers)
+	}
 	if len(l.WaiterThreads) > 0 {
 		tw.printf("               waiters: %s\n", T(strings.Join(l.WaiterThreads, ", ")))
 	}
@@ -286,8 +296,11 @@ func writeConditionWaits(tw *textWriter, s *analysis.Summary, top int) {
 		}
 		n++
 		name := w.Address
-		if w.Symbol != nil {
-			name = *w.Symbol + " " + w.Address
+		switch {
+		case w.Symbol != nil:
+			name = *w.Symbol + " <" + w.Address + ">"
+		case w.Name != "" && w.Name != w.Address:
+			name = w.Name + " <" + w.Address + ">"
 		}
 		tw.printf("  %3d waiting  futex %s\n", w.Waiters, Terminal(name))
 	}

@@ -91,7 +91,9 @@ type Sampler struct {
 	threads *procfs.ThreadReader
 	host    *procfs.HostReader
 	sym     *procfs.Symbolizer
-	target  snapshot.Target
+	// mem reads the holders of the glibc locks threads queue on.
+	mem    *procfs.MemReader
+	target snapshot.Target
 	// fdDenied remembers that fd/ is unreadable, so connections are not
 	// retried (and failed) every tick.
 	fdDenied bool
@@ -186,6 +188,7 @@ func NewSampler(opts Options) (*Sampler, error) {
 		threads: tr,
 		host:    hr,
 		sym:     fs.NewSymbolizer(opts.PID),
+		mem:     fs.NewMemReader(opts.PID),
 		target:  snapshot.Target{PID: opts.PID, Name: p.Name, Kind: snapshot.KindNative, CPUs: p.CPUs},
 
 		droppedFutexes: map[string]int{},
@@ -259,7 +262,9 @@ func (s *Sampler) Target() snapshot.Target { return s.target }
 
 // Close stops a JFR recording Run left (Run stops its own) and releases
 // the open task directory and maps.
-func (s *Sampler) Close() error { return errors.Join(s.stopJFR(), s.threads.Close(), s.sym.Close()) }
+func (s *Sampler) Close() error {
+	return errors.Join(s.stopJFR(), s.threads.Close(), s.sym.Close(), s.mem.Close())
+}
 
 // Take takes one snapshot. It returns an error wrapping
 // procfs.ErrProcessGone once the target has exited.
@@ -357,6 +362,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	if s.target.Kind == snapshot.KindJVM {
 		snap.Futexes = s.jvmProgramFutexes(snap.Futexes, threads, func() bool { return snap.NoAnswer != nil || s.safepointDuringTick(snap) })
 	}
+	s.mem.FillHolders(snap.Futexes, threads)
 
 	s.takeJFR(ctx, snap)
 	snap.Errors = append(snap.Errors, s.notes...)
@@ -364,6 +370,9 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	snap.Missing = s.threads.Missing()
 	if s.fdDenied {
 		snap.Missing = append(snap.Missing, "fd")
+	}
+	if s.mem.Denied() {
+		snap.Missing = append(snap.Missing, "mem")
 	}
 	if locked != nil {
 		<-locked

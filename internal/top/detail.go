@@ -62,6 +62,13 @@ func (m *Model) lockDetail() (string, []string) {
 	// The owner (or releaser) is the one of the dump with the most
 	// waiters, which in a long run need not be the latest dump.
 	switch {
+	case l.Holder != nil && l.Holder.TID != 0:
+		h := l.Holder
+		b = append(b, fmt.Sprintf("Holder: %s (tid %d, %s)  (in the sample with the most waiters; named in %d of %d)",
+			clean(h.Thread), h.TID, clean(h.Lock), h.Samples, l.DumpsSeen))
+		b = append(b, "  runs      "+clean(h.Runs))
+	case l.Holder != nil:
+		b = append(b, fmt.Sprintf("Holder: no writer; %d readers (%s)", l.Holder.Readers, clean(l.Holder.Lock)))
 	case l.Owner != nil:
 		b = append(b, "Owner: "+clean(*l.Owner)+"  (in the dump with the most waiters)")
 		if l.OwnerFrame != nil {
@@ -80,7 +87,10 @@ func (m *Model) lockDetail() (string, []string) {
 	default:
 		b = append(b, "Owner: none the dump names")
 	}
-	if len(l.OwnerFrames) > 0 {
+	if len(l.OwnerFrames) > 0 && l.Holder != nil {
+		b = append(b, "What the holder did while holding it (samples):")
+		b = append(b, frameCounts(l.OwnerFrames)...)
+	} else if len(l.OwnerFrames) > 0 {
 		b = append(b, "Owner's frames while holding it (samples):")
 		b = append(b, frameCounts(l.OwnerFrames)...)
 	}

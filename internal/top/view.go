@@ -333,7 +333,8 @@ func (m *Model) pane(p pane, w, n int) []string {
 	return out
 }
 
-// lockName is the class, or for a futex its symbol or address.
+// lockName is the class (for a futex, its stable name: symbol, module
+// and offset, "[heap]+0x2a0"), else its symbol or address.
 func lockName(l analysis.LockSummary) string {
 	if l.Class != "" {
 		return l.Class

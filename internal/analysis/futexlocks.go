@@ -1,0 +1,369 @@
+package analysis
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/snapshot"
+	"golang.org/x/sys/unix"
+)
+
+// FutexHolder is the thread a native lock's own memory names as holding
+// it (a glibc mutex's owner, an rwlock's writer), with what it did at the
+// sample with the most waiters. ctprof reads the lock through
+// /proc/<pid>/mem; the holder is kept only when the lock word says locked
+// and the owner is a thread of the target.
+type FutexHolder struct {
+	Thread string `json:"thread"`
+	TID    int    `json:"tid"`
+	// Lock is what the futex belongs to: "mutex", "recursive mutex",
+	// "error-checking mutex", "adaptive mutex" ("robust " or "PI "
+	// before it), "rwlock".
+	Lock string `json:"lock"`
+	// State is the holder's OS state ("running", "sleeping", …) and CPU
+	// the CPU it last ran on.
+	State string `json:"state"`
+	CPU   int    `json:"cpu"`
+	// Runs says what it did: "running on CPU 1", "in nanosleep", "in
+	// futex (futex_wait_queue)".
+	Runs string `json:"runs"`
+	// Samples is the number of samples in which the lock's memory named
+	// a holder among those with waiters (DumpsSeen).
+	Samples int `json:"samples"`
+	// Readers is the readers an rwlock counted at that sample.
+	Readers int `json:"readers,omitempty"`
+}
+
+// futexAgg is what a futex lock gathers beyond the waiters.
+type futexAgg struct {
+	holderSamples int
+	holder        *FutexHolder // at the latest peak with a holder
+	holderPeak    int
+}
+
+// sporadicShare and sporadicSamples: a lock with waiters in fewer than
+// this share of the samples, or in fewer samples than this, is sporadic:
+// seen, but not a steady queue.
+const (
+	sporadicShare   = 0.1
+	sporadicSamples = 5
+)
+
+// addFutexLocks folds one live sample's futex waits in: locks (and waits
+// the kernel cannot classify) into the lock table, condition waits apart.
+//
+// A sighting of a waiter stands for the time since the previous sample,
+// but only as much of it as the thread spent asleep (schedstat: the
+// interval less its time on a CPU and in a run queue): a thread that
+// blocks for microseconds thousands of times a second is not queued the
+// whole interval, and queued thread-seconds must never exceed the time the
+// threads were off the CPU. A thread the previous sample did not see (the
+// first sample, a new thread) has no measured interval and adds nothing.
+func (a *Aggregator) addFutexLocks(s *snapshot.Snapshot, dt time.Duration, names func(tid int) string) map[string][]int {
+	waiters := map[string][]int{}
+	now := map[string]int{}
+	var threads map[int]int // tid → index in s.Threads, built on first use
+	thread := func(tid int) (*snapshot.OSThread, *osThreadAgg) {
+		if threads == nil {
+			threads = make(map[int]int, len(s.Threads))
+			for i := range s.Threads {
+				threads[s.Threads[i].TID] = i
+			}
+		}
+		i, ok := threads[tid]
+		if !ok {
+			return nil, nil
+		}
+		var ta *osThreadAgg
+		if i < len(a.os.cur) {
+			ta = a.os.cur[i]
+		}
+		return &s.Threads[i], ta
+	}
+	for _, fw := range s.Futexes {
+		if fw.Kind == snapshot.FutexCondition {
+			a.os.addCondition(fw)
+			continue
+		}
+		addr := fmt.Sprintf("0x%x", fw.Address)
+		class := futexClass(fw.Location)
+		la := a.lock(lockKey("futex", "", addr), "futex", class)
+		if fw.Location.Module != "" {
+			la.class, la.module = class, fw.Location.Module
+			if fw.Location.Symbol != "" {
+				la.symbol = strPtr(fw.Location.String())
+			}
+		}
+		if la.futexKind == "" || fw.Kind != snapshot.FutexUnknown {
+			la.futexKind = string(fw.Kind)
+		}
+		if la.futex == nil {
+			la.futex = &futexAgg{}
+		}
+		n := len(fw.TIDs)
+		la.noteKind("futex", n)
+		la.samples++
+		la.waiterSum += n
+		for _, tid := range fw.TIDs {
+			_, ta := thread(tid)
+			la.blockedSeconds += asleepSeconds(ta, dt)
+		}
+		now[la.id] = n
+		waiters[la.id] = fw.TIDs
+		if n >= la.peak {
+			la.peak = n
+			la.noteAddress(addr)
+			la.waiterNames = la.waiterNames[:0]
+			for i, tid := range fw.TIDs {
+				if i == 10 {
+					break
+				}
+				la.waiterNames = append(la.waiterNames, fmt.Sprintf("%s (tid %d)", names(tid), tid))
+			}
+		}
+		a.noteFutexHolder(la, fw, n, func(tid int) (*snapshot.OSThread, string) {
+			t, ta := thread(tid)
+			if ta == nil {
+				return t, ""
+			}
+			return t, ta.name
+		})
+	}
+	for id, la := range a.locks {
+		if la.kind == "futex" {
+			la.current = now[id]
+			if !s.Time.IsZero() {
+				la.waiters.add(s.Time, float64(now[id]))
+			}
+		}
+	}
+	return waiters
+}
+
+// asleepSeconds is the part of the interval dt that the thread ta spent
+// asleep, as its counters measured it since the previous sample.
+func asleepSeconds(ta *osThreadAgg, dt time.Duration) float64 {
+	if ta == nil || !ta.measured || dt <= 0 {
+		return 0
+	}
+	d := ta.sinceLast
+	asleep := dt - d.cpu - d.runQueueWait
+	return min(max(asleep, 0), dt).Seconds()
+}
+
+// noteTick records what a thread did since the previous sample (n is this
+// sample's number), before addLive moves its counters on to c.
+func (ta *osThreadAgg) noteTick(c counters, n int) {
+	ta.measured = n > 1 && ta.seenAt == n-1
+	ta.sinceLast = c.sub(ta.last)
+}
+
+// noteFutexHolder keeps what the lock's memory said of its holder in this
+// sample: counted, and described at the peak (as the waiters are).
+func (a *Aggregator) noteFutexHolder(la *lockAgg, fw snapshot.FutexWait, n int, thread func(int) (*snapshot.OSThread, string)) {
+	h := fw.Holder
+	if h == nil || h.TID == 0 {
+		if h != nil && h.Lock == "rwlock" && n >= la.futex.holderPeak {
+			la.futex.holderPeak = n
+			la.futex.holder = &FutexHolder{Lock: h.Lock, Readers: h.Readers}
+			la.owner, la.ownerFrame = nil, nil
+		}
+		return
+	}
+	t, name := thread(h.TID)
+	if t == nil {
+		return // not in this sample's threads: not the target's
+	}
+	if name == "" {
+		name = t.Name
+	}
+	runs, activity := holderActivity(t)
+	la.futex.holderSamples++
+	la.ownerFrames.inc(activity, 1)
+	if n >= la.futex.holderPeak {
+		la.futex.holderPeak = n
+		la.futex.holder = &FutexHolder{
+			Thread: name, TID: h.TID, Lock: h.Lock, State: osStateName(t.State), CPU: t.Processor,
+			Runs: runs, Readers: h.Readers,
+		}
+		la.owner, la.ownerFrame = strPtr(name), strPtr(runs)
+	}
+}
+
+// holderActivity says what a lock's holder was doing: with the CPU
+// ("running on CPU 1") for the peak's description, and without it, for
+// counting across samples ("running").
+func holderActivity(t *snapshot.OSThread) (runs, activity string) {
+	switch {
+	case t.State == 'R':
+		return "running on CPU " + strconv.Itoa(t.Processor), "running"
+	case t.Syscall >= 0:
+		activity = "in " + syscallName(t.Syscall)
+		if t.WChan != "" && t.WChan != "0" {
+			activity += " (" + t.WChan + ")"
+		}
+		return activity, activity
+	case t.WChan != "" && t.WChan != "0":
+		return "waiting in " + t.WChan, "waiting in " + t.WChan
+	}
+	return osStateName(t.State), osStateName(t.State)
+}
+
+// futexHolderSummary is the lock's holder for the summary; nil when the
+// lock's memory never named one.
+func futexHolderSummary(la *lockAgg) *FutexHolder {
+	if la.futex == nil || la.futex.holder == nil {
+		return nil
+	}
+	h := *la.futex.holder
+	h.Samples = la.futex.holderSamples
+	return &h
+}
+
+// futexClass is the futex lock's class: its stable short name
+// ("contended_mutex", "app+0x4040", "[heap]+0x2a0"), the same from run to
+// run, so that diff and the metrics follow the lock across restarts.
+func futexClass(l procfs.Location) string {
+	if l.Module == "" && l.Symbol == "" {
+		return ""
+	}
+	return l.ShortName()
+}
+
+// futexName names a futex in a sentence or a column, without "futex":
+// its symbol with its module ("contended_mutex (app+0x4040)"), else its
+// stable name, else (an address no mapping held) its address.
+func futexName(symbol *string, class, address string) string {
+	switch {
+	case symbol != nil:
+		return *symbol
+	case class != "":
+		return class
+	}
+	return address
+}
+
+// syscallName names the system calls a lock holder is commonly seen in;
+// others by number.
+func syscallName(nr int) string {
+	switch nr {
+	case unix.SYS_READ:
+		return "read"
+	case unix.SYS_WRITE:
+		return "write"
+	case unix.SYS_PREAD64:
+		return "pread64"
+	case unix.SYS_PWRITE64:
+		return "pwrite64"
+	case unix.SYS_FUTEX:
+		return "futex"
+	case unix.SYS_NANOSLEEP:
+		return "nanosleep"
+	case unix.SYS_CLOCK_NANOSLEEP:
+		return "clock_nanosleep"
+	case unix.SYS_EPOLL_PWAIT:
+		return "epoll_pwait"
+	case unix.SYS_PPOLL:
+		return "ppoll"
+	case unix.SYS_PSELECT6:
+		return "pselect6"
+	case unix.SYS_RECVFROM:
+		return "recvfrom"
+	case unix.SYS_SENDTO:
+		return "sendto"
+	case unix.SYS_RECVMSG:
+		return "recvmsg"
+	case unix.SYS_SENDMSG:
+		return "sendmsg"
+	case unix.SYS_ACCEPT4:
+		return "accept4"
+	case unix.SYS_CONNECT:
+		return "connect"
+	case unix.SYS_OPENAT:
+		return "openat"
+	case unix.SYS_FSYNC:
+		return "fsync"
+	case unix.SYS_FDATASYNC:
+		return "fdatasync"
+	case unix.SYS_SCHED_YIELD:
+		return "sched_yield"
+	case unix.SYS_WAIT4:
+		return "wait4"
+	case unix.SYS_MMAP:
+		return "mmap"
+	case unix.SYS_MUNMAP:
+		return "munmap"
+	case unix.SYS_IO_URING_ENTER:
+		return "io_uring_enter"
+	}
+	return "system call " + strconv.Itoa(nr)
+}
+
+// futexFinding describes a native lock hotspot: threads blocked in futex(2)
+// on one address that is not a condition variable. A lock with waiters in
+// few samples is called sporadic, and informs rather than warns: a queue
+// seen now and then is not where the time goes.
+func futexFinding(l LockSummary, samples int) Finding {
+	name := "futex " + futexName(l.Symbol, l.Class, l.Address)
+	sev := SeverityWarning
+	if l.Waiters >= 5 || l.AvgWaiters >= 4 {
+		sev = SeverityCritical
+	}
+	seen := ""
+	if l.DumpsSeen <= 1 {
+		// One sample is a snapshot: it cannot carry a critical finding.
+		sev = SeverityWarning
+		seen = ", seen in 1 sample"
+	}
+	sporadic := samples > 1 && (l.DumpsSeen < sporadicSamples || l.BlockedShare < sporadicShare)
+	ev := []string{fmt.Sprintf("futex %s at address %s, %.2f waiters on average over %d samples, with waiters in %s",
+		futexName(l.Symbol, l.Class, l.Address), l.Address, l.AvgWaiters, samples, plural(l.DumpsSeen, "sample"))}
+	if h := l.Holder; h != nil && h.TID != 0 {
+		ev = append(ev, fmt.Sprintf("held by %q (tid %d), %s, at the sample with the most waiters; the %s named a holder in %d of %s",
+			h.Thread, h.TID, h.Runs, h.Lock, h.Samples, plural(l.DumpsSeen, "sample")))
+		if len(l.OwnerFrames) > 1 {
+			var parts []string
+			for _, f := range l.OwnerFrames {
+				parts = append(parts, fmt.Sprintf("%s %d", f.Frame, f.Samples))
+			}
+			ev = append(ev, "what the holder did, by samples: "+strings.Join(parts, ", "))
+		}
+	} else if h != nil && h.Lock == "rwlock" {
+		ev = append(ev, fmt.Sprintf("an rwlock held by %s and no writer at the sample with the most waiters", plural(h.Readers, "reader")))
+	}
+	if len(l.WaiterThreads) > 0 {
+		ev = append(ev, "waiters: "+strings.Join(l.WaiterThreads, ", "))
+	}
+	if l.BlockedThreadSeconds > 0 {
+		ev = append(ev, fmt.Sprintf("threads spent %.1f s queued on it in all (each sighting counts the time the waiter was off the CPU since the sample before)", l.BlockedThreadSeconds))
+	}
+	if l.FutexKind == "unknown" {
+		ev = append(ev, "ctprof could not tell a lock from a condition at this address; treat it as contention")
+	}
+	held := ""
+	if h := l.Holder; h != nil && h.TID != 0 {
+		held = fmt.Sprintf("; %q held it, %s", h.Thread, h.Runs)
+	}
+	summary := fmt.Sprintf("Up to %d threads wait on %s (blocked in %.0f%% of samples, %.1f on average%s%s).",
+		l.Waiters, name, 100*l.BlockedShare, l.AvgWaiters, seen, held)
+	impact := 1e6 + float64(l.Waiters)*1000 + l.AvgWaiters
+	next := "Find the code that takes this mutex (perf record -g, or gdb on one waiter) and shorten or split its critical section."
+	if sporadic {
+		sev = SeverityInfo
+		summary = fmt.Sprintf("Sporadic: up to %d threads waited on %s, in %s of %d (%.0f%%)%s.",
+			l.Waiters, name, plural(l.DumpsSeen, "sample"), samples, 100*l.BlockedShare, held)
+		next = "A queue seen this seldom costs little; sample longer or faster to tell whether it grows under load."
+		impact = 1e3 + float64(l.Waiters)
+	}
+	return Finding{
+		Kind:     FindingLockHotspot,
+		Severity: sev,
+		Summary:  summary,
+		Evidence: ev,
+		NextStep: next,
+		impact:   impact,
+	}
+}
