@@ -170,6 +170,9 @@ func (h *hostCPU) quota() *CPUQuota {
 func (a *Aggregator) hostScheduling(sc *Scheduling, total counters) {
 	o := a.os
 	sc.Consumers = []ProcessCPU{}
+	if o.samples > 0 {
+		sc.RunnableSampledAvg = round3(float64(o.runnableSum) / float64(o.samples))
+	}
 	if f, l := o.hostFirst, o.hostLast; f != nil && f.BusyTicks > 0 && l.BusyTicks >= f.BusyTicks && l.StealTicks >= f.StealTicks {
 		if w := o.hostLastT.Sub(o.hostFirstT).Seconds(); w > 0 {
 			// The process's CPU time covers the same ticks; the kernel's
@@ -206,7 +209,7 @@ const (
 // cause, unless a quota throttled the process, which caps it below its
 // CPUs whatever else runs.
 func saturationCause(sc *Scheduling) string {
-	over := sc.CPUs > 0 && sc.RunnableAvg > float64(sc.CPUs)
+	over := sc.CPUs > 0 && runnable(sc) > float64(sc.CPUs)
 	if sc.WaitingForCPUAvg < saturationMinWaiting || sc.RunQueueWaitShare < saturationMinShare && !over {
 		return CauseNone
 	}
@@ -230,6 +233,13 @@ func saturationCause(sc *Scheduling) string {
 // own runnable threads (beyond its CPUs) and those waiting for CPUs it may
 // use that other work held.
 func waitSplit(sc *Scheduling) (own, others float64) {
-	own = math.Max(0, math.Min(sc.WaitingForCPUAvg, sc.RunnableAvg-float64(sc.CPUs)))
+	own = math.Max(0, math.Min(sc.WaitingForCPUAvg, runnable(sc)-float64(sc.CPUs)))
 	return own, sc.WaitingForCPUAvg - own
+}
+
+// runnable is the larger estimate of the threads runnable on average:
+// schedstat's, or the threads in state R at the samples (see
+// Scheduling.RunnableSampledAvg).
+func runnable(sc *Scheduling) float64 {
+	return math.Max(sc.RunnableAvg, sc.RunnableSampledAvg)
 }

@@ -88,6 +88,7 @@ func ownThreadsSaturation(s *Summary, f *Finding) {
 		sc.RunnableAvg, plural(sc.CPUs, "CPU"), sc.WaitingForCPUAvg, 100*sc.RunQueueWaitShare)
 	f.Evidence = append(f.Evidence, fmt.Sprintf("more threads are runnable than the %s the process may use: its own threads take turns on them (host load average %.2f)",
 		plural(sc.CPUs, "CPU"), sc.HostLoad1))
+	f.Evidence = append(f.Evidence, sampledEvidence(sc)...)
 	if others >= saturationMinorPart*sc.WaitingForCPUAvg {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("other work also holds its CPUs: its threads run on only %.2f of them%s", sc.RunningAvg, othersClause(s)))
 		f.Evidence = append(f.Evidence, consumerEvidence(sc)...)
@@ -113,7 +114,7 @@ func otherProcessesSaturation(s *Summary, f *Finding) {
 	f.Evidence = append(f.Evidence, consumerEvidence(sc)...)
 	if own >= saturationMinorPart*sc.WaitingForCPUAvg {
 		f.Evidence = append(f.Evidence, fmt.Sprintf("its own runnable threads (%.2f) also outnumber its %s: %.2f of the waiting would remain on a quiet host",
-			sc.RunnableAvg, plural(sc.CPUs, "CPU"), own))
+			runnable(sc), plural(sc.CPUs, "CPU"), own))
 	}
 	f.NextStep = "The program is the victim here: move the busy neighbours or this process to other hosts or CPUs, pin each to CPUs of its own (taskset, cpusets), or reserve CPU for this process (a cgroup's cpu.weight or cpuset, nice for the others)."
 }
@@ -151,6 +152,20 @@ func unknownSaturation(s *Summary, f *Finding) {
 			plural(sc.CPUs, "CPU"), *sc.OtherCPUsAvg+*sc.StealCPUsAvg))
 	}
 	f.NextStep = "Check the CPUs each waiting thread may use (taskset -p, the cgroup's cpuset and quota), and run fewer runnable threads than those CPUs."
+}
+
+// sampledLagMin is how far the threads in state R at the samples must
+// exceed schedstat's runnable figure for the finding to say so.
+const sampledLagMin = 0.5
+
+// sampledEvidence says, when it matters, that the samples saw more threads
+// runnable than schedstat has accounted for yet.
+func sampledEvidence(sc *Scheduling) []string {
+	if sc.RunnableSampledAvg-sc.RunnableAvg < sampledLagMin {
+		return nil
+	}
+	return []string{fmt.Sprintf("the samples found %.2f threads runnable on average (state R): schedstat counts a wait only once the thread gets a CPU, so on a loaded host its figures lag",
+		sc.RunnableSampledAvg)}
 }
 
 // othersClause says what the rest of the host used, when the run measured

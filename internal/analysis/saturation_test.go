@@ -507,3 +507,33 @@ func fmtCPUs(v *float64) string {
 	}
 	return fmt.Sprintf("%.3f", *v)
 }
+
+// On a heavily loaded host schedstat lags: it counts a wait when the
+// thread gets a CPU, so three busy threads on one CPU can add up to one
+// runnable over a short run (seen here at a load average of 29). The
+// threads in state R at the samples say three, and the cause stays the
+// process's own threads, saying why the figures differ.
+func TestCPUSaturationWhenSchedstatLags(t *testing.T) {
+	a := New()
+	for i := 0; i <= 4; i++ {
+		var threads []procfs.Thread
+		for p := 0; p < 3; p++ {
+			th := thread(10+p, fmt.Sprintf("busy-%d", p), 'R', 0, uint64(20*i), time.Duration(i)*40*time.Millisecond)
+			th.RunQueueWait = time.Duration(i) * 290 * time.Millisecond
+			th.CPUsAllowed = "0"
+			threads = append(threads, th)
+		}
+		snap := hostSnap(i, threads, uint64(1000+190*i))
+		snap.Target.CPUs = 1
+		a.Add(snap)
+	}
+	s := a.Summary()
+	sc := s.Scheduling
+	assert.InDelta(t, 0.99, sc.RunnableAvg, 0.001)
+	assert.Equal(t, 3.0, sc.RunnableSampledAvg)
+	assert.Equal(t, CauseOwnThreads, sc.Cause)
+	f := findKind(s, FindingCPUSaturation)
+	require.NotNil(t, f)
+	assert.Equal(t, SeverityCritical, f.Severity)
+	assert.Contains(t, f.Evidence, "the samples found 3.00 threads runnable on average (state R): schedstat counts a wait only once the thread gets a CPU, so on a loaded host its figures lag")
+}

@@ -407,6 +407,12 @@ type Scheduling struct {
 	// run-queue wait over the run, at least 5 % of it), with their
 	// scheduling policy, priority and affinity.
 	Suffering []ThreadCPU `json:"suffering"`
+	// RunnableSampledAvg is the threads in state R (running or in a run
+	// queue) per sample: a second estimate that schedstat's accounting
+	// does not delay. Schedstat counts a wait when the thread gets a CPU,
+	// so on a heavily loaded host a short run can see three busy threads
+	// as one runnable; the cause takes the larger of the two.
+	RunnableSampledAvg float64 `json:"runnable_sampled_avg"`
 	// Cause says who the waiting is owed to (the Cause constants); "none"
 	// when the threads do not wait in earnest.
 	Cause string `json:"cause"`
