@@ -18,7 +18,7 @@ import (
 // non-test build of each package, as the binary links it.
 func TestSinksAndAnalysisLinkNoInputs(t *testing.T) {
 	const mod = "github.com/ctprof/ctprof/"
-	consumers := []string{"internal/analysis", "internal/report", "internal/metrics", "internal/top", "internal/outfile", "internal/termtext", "internal/snapshot"}
+	consumers := []string{"internal/analysis", "internal/report", "internal/metrics", "internal/top", "internal/outfile", "internal/termtext", "internal/snapshot", "internal/diff"}
 	inputs := []string{"internal/jvm", "pkg/jfr", "internal/jfrsnap", "internal/sample", "internal/source", "internal/record"}
 	root := moduleRoot(t)
 	for _, c := range consumers {
