@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -184,6 +185,15 @@ func (r *MemReader) FillHolders(futexes []FutexWait, threads []Thread) {
 				continue // not enough to call it a mutex
 			}
 			fw.Holder, fw.Kind = h, FutexLock
+		}
+		if fw.Holder != nil && slices.Contains(fw.TIDs, fw.Holder.TID) {
+			// The sweep saw the holder wait on this very lock: it took
+			// the lock between the sweep and the read (a self-deadlock
+			// looks the same, and is left unnamed rather than guessed).
+			fw.Holder.TID = 0
+			if fw.Holder.Lock != "rwlock" {
+				fw.Holder = nil
+			}
 		}
 	}
 }
