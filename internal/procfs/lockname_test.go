@@ -153,7 +153,8 @@ func TestStrippedNameIsTheSymbolsOffset(t *testing.T) {
 
 // The holder a glibc mutex names is the thread that sleeps holding it,
 // while the others wait on its futex: checked against /proc right after
-// the read, for every group, over several sweeps (a holder may hand the
+// the read (asleep in nanosleep, or runnable on a busy machine, never
+// queued), for every group, over several sweeps (a holder may hand the
 // mutex on between ctprof's read and the check: most sweeps must agree,
 // none may name a waiter or a thread of another group).
 func TestMutexHolderIsTheSleepingThread(t *testing.T) {
@@ -178,17 +179,19 @@ func TestMutexHolderIsTheSleepingThread(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			nr, _, _ := strings.Cut(string(b), " ")
-			if nr == strconv.Itoa(unix.SYS_CLOCK_NANOSLEEP) || nr == strconv.Itoa(unix.SYS_NANOSLEEP) {
+			// Asleep with the lock held, or (on a loaded machine) woken
+			// and runnable, about to release it: not queued for it.
+			nr, _, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+			if nr == strconv.Itoa(unix.SYS_CLOCK_NANOSLEEP) || nr == strconv.Itoa(unix.SYS_NANOSLEEP) || nr == "running" {
 				agree++
 			} else {
 				t.Logf("round %d group %s: holder %d now in %q", round, g, h.TID, strings.TrimSpace(string(b)))
 			}
 		}
 	}
-	t.Logf("%d of %d holders found sleeping in nanosleep", agree, total)
+	t.Logf("%d of %d holders found asleep in nanosleep or runnable", agree, total)
 	require.GreaterOrEqual(t, total, 16, "holders read in most sweeps")
-	assert.GreaterOrEqual(t, float64(agree), 0.8*float64(total), "the named holder sleeps in nanosleep with the mutex held")
+	assert.GreaterOrEqual(t, float64(agree), 0.8*float64(total), "the named holder sleeps in nanosleep with the mutex held, or is about to release it")
 }
 
 // Without permission to read the target's memory the reader says so and
