@@ -44,13 +44,23 @@ type futexAgg struct {
 	holderPeak    int
 }
 
-// sporadicShare and sporadicSamples: a lock with waiters in fewer than
-// this share of the samples, or in fewer samples than this, is sporadic:
-// seen, but not a steady queue.
+// A lock is sporadic, seen but not a steady queue, when it had waiters in
+// under sporadicShare of the samples, or in fewer than sporadicSamples
+// samples that are under sporadicFewShare of them (a lock in 4 samples of
+// a 4-sample run is a short run's steady queue, not a sporadic one).
 const (
-	sporadicShare   = 0.1
-	sporadicSamples = 5
+	sporadicShare    = 0.1
+	sporadicSamples  = 5
+	sporadicFewShare = 0.25
 )
+
+// sporadic reports a lock with waiters in few of the samples.
+func sporadic(l LockSummary, samples int) bool {
+	if samples < 2 {
+		return false
+	}
+	return l.BlockedShare < sporadicShare || l.DumpsSeen < sporadicSamples && l.BlockedShare < sporadicFewShare
+}
 
 // addFutexLocks folds one live sample's futex waits in: locks (and waits
 // the kernel cannot classify) into the lock table, condition waits apart.
@@ -318,7 +328,6 @@ func futexFinding(l LockSummary, samples int) Finding {
 		sev = SeverityWarning
 		seen = ", seen in 1 sample"
 	}
-	sporadic := samples > 1 && (l.DumpsSeen < sporadicSamples || l.BlockedShare < sporadicShare)
 	ev := []string{fmt.Sprintf("futex %s at address %s, %.2f waiters on average over %d samples, with waiters in %s",
 		futexName(l.Symbol, l.Class, l.Address), l.Address, l.AvgWaiters, samples, plural(l.DumpsSeen, "sample"))}
 	if h := l.Holder; h != nil && h.TID != 0 {
@@ -351,7 +360,7 @@ func futexFinding(l LockSummary, samples int) Finding {
 		l.Waiters, name, 100*l.BlockedShare, l.AvgWaiters, seen, held)
 	impact := 1e6 + float64(l.Waiters)*1000 + l.AvgWaiters
 	next := "Find the code that takes this mutex (perf record -g, or gdb on one waiter) and shorten or split its critical section."
-	if sporadic {
+	if sporadic(l, samples) {
 		sev = SeverityInfo
 		summary = fmt.Sprintf("Sporadic: up to %d threads waited on %s, in %s of %d (%.0f%%)%s.",
 			l.Waiters, name, plural(l.DumpsSeen, "sample"), samples, 100*l.BlockedShare, held)

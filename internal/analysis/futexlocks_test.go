@@ -133,6 +133,14 @@ func TestSporadicFutexLock(t *testing.T) {
 	f = futexFinding(l, 100)
 	assert.Equal(t, SeverityWarning, f.Severity)
 	assert.False(t, strings.HasPrefix(f.Summary, "Sporadic"), f.Summary)
+	// Every sample of a short run: a steady queue, however few samples.
+	l.DumpsSeen, l.BlockedShare, l.AvgWaiters = 4, 1, 2
+	f = futexFinding(l, 4)
+	assert.Equal(t, SeverityWarning, f.Severity)
+	assert.False(t, strings.HasPrefix(f.Summary, "Sporadic"), f.Summary)
+	// 4 of 20 samples: few, and a fifth of the run.
+	l.DumpsSeen, l.BlockedShare, l.AvgWaiters = 4, 0.2, 0.3
+	assert.True(t, strings.HasPrefix(futexFinding(l, 20).Summary, "Sporadic"))
 }
 
 // "Adding CPUs will not help" only while the run queue does not dominate
