@@ -37,6 +37,8 @@ type TopOptions struct {
 	// Top is the rows per table of the summary printed after quitting.
 	Top      int
 	ProcRoot string
+	// Follow is a log to follow instead of a process (top --follow).
+	Follow string
 }
 
 const topLong = `A full-screen live view of a running process, refreshed every --interval,
@@ -62,11 +64,18 @@ Ctrl-C quits with exit code 0 and prints the summary, as attach does.
 
 Works in 80x24 and larger; without colour when NO_COLOR is set or the
 terminal has none. It needs a terminal: for scripts, pipes and files use
-ctprof attach.`
+ctprof attach.
+
+--follow FILE shows a log of thread dumps that is still being written (kill
+-3 into a JVM's stdout) instead of a process, read as analyze --follow reads
+it (rotation and truncation handled like tail -F; - is standard input, with
+the keys read from the terminal): the view refreshes at each dump the log
+completes, a second or two after the JVM wrote it.`
 
 const topExample = `  ctprof top 4242
   ctprof top --name 'market-?data' --interval 2s
-  ctprof top 4242 --locks --html incident.html   # r writes incident.html`
+  ctprof top 4242 --locks --html incident.html   # r writes incident.html
+  ctprof top --follow app.log                    # a JVM's log of kill -3 dumps`
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdTop(io, nil) }) }
 
@@ -79,6 +88,12 @@ func NewCmdTop(io IO, runF func(*TopOptions) error) *cobra.Command {
 		Long:    topLong,
 		Example: topExample,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if opts.Follow != "" {
+				if len(args) > 0 || opts.Name != "" {
+					return usageErrorf("top --follow FILE reads a log: give no PID or --name")
+				}
+				return nil
+			}
 			return targetArgs("top", args, opts.Name, &opts.PID)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -102,6 +117,9 @@ func NewCmdTop(io IO, runF func(*TopOptions) error) *cobra.Command {
 			if runF != nil {
 				return runF(opts)
 			}
+			if opts.Follow != "" {
+				return topFollowRun(cmd.Context(), opts)
+			}
 			return topRun(cmd.Context(), opts)
 		},
 	}
@@ -111,6 +129,7 @@ func NewCmdTop(io IO, runF func(*TopOptions) error) *cobra.Command {
 	f.IntVar(&opts.Port, "port", 0, "count only connections to this local server port")
 	f.StringVar(&opts.HTML, "html", "", "where r writes the HTML report (default: ctprof-top-PID-TIME.html in the current directory)")
 	f.IntVar(&opts.Top, "top", 10, "rows per table in the summary printed after quitting")
+	f.StringVar(&opts.Follow, "follow", "", "show a log of thread dumps as it grows (FILE, or - for standard input) instead of a process")
 	opts.JVM.register(f)
 	return cmd
 }

@@ -27,6 +27,9 @@ type Options struct {
 	// WriteReport writes the HTML report of the run so far and returns
 	// where; nil disables the r key.
 	WriteReport func() (string, error)
+	// Source names a followed log (top --follow); the header then shows
+	// its dumps instead of a process.
+	Source string
 }
 
 // Refresh is one sample's worth of view: the Aggregator's Summary after

@@ -61,6 +61,9 @@ func (m *Model) View() string {
 }
 
 func (m *Model) header(w int) []string {
+	if m.opts.Source != "" {
+		return m.followHeader(w)
+	}
 	s := m.sum
 	var l1 strings.Builder
 	l1.WriteString("ctprof top")
