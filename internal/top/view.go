@@ -149,6 +149,9 @@ func waitingFor(s *analysis.Summary) string {
 		parts = append(parts, p+")")
 	}
 	if len(parts) == 0 {
+		parts = futexWaitingFor(s)
+	}
+	if len(parts) == 0 {
 		return "waiting for: no resource"
 	}
 	return "waiting for: " + strings.Join(parts, "  ")
