@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -70,6 +71,8 @@ func lockLabel(l *analysis.LockSummary) string {
 	name := l.Class
 	if l.Kind != "futex" {
 		name = shortClass(name)
+	} else {
+		name = futexLabel(name)
 	}
 	if name == "" {
 		name = "(unknown)"
@@ -84,6 +87,17 @@ func siteLabel(l *analysis.LockSummary) string {
 		return ""
 	}
 	return LabelValue(*l.WaitFrame)
+}
+
+// stackTID is the thread id in a futex's name on a thread's stack.
+var stackTID = regexp.MustCompile(`^\[stack:[0-9]+\]`)
+
+// futexLabel is a futex's stable name (analysis' class for it) as a
+// label: a futex on a thread's stack ("[stack:4242]+0x1f40") loses the
+// thread's id, which a new thread, or the next run, changes: a label
+// must name the same lock from scrape to scrape and restart to restart.
+func futexLabel(name string) string {
+	return stackTID.ReplaceAllLiteralString(name, "[stack]")
 }
 
 // shortClass drops the package of a Java class name: "java.lang.Object" →

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"runtime"
 	"slices"
 
 	"golang.org/x/sys/unix"
@@ -65,6 +66,12 @@ const (
 
 	sizeofPthreadRwlock = 56
 )
+
+// layoutKnown says the layout above is this architecture's: it was
+// checked on x86-64 only (other 64-bit ports share the mutex's, not
+// necessarily the rest); elsewhere no holder is read rather than a wrong
+// one.
+var layoutKnown = runtime.GOARCH == "amd64"
 
 // glibc's mutex kinds (__kind): the type in the low two bits, and flags.
 const (
@@ -154,7 +161,7 @@ func (r *MemReader) read(addr uint64, n int) ([]byte, bool) {
 // or took for a condition (a timed lock waits as a condition does) whose
 // memory is plainly a locked glibc mutex becomes a lock.
 func (r *MemReader) FillHolders(futexes []FutexWait, threads []Thread) {
-	if r == nil || len(futexes) == 0 {
+	if r == nil || len(futexes) == 0 || !layoutKnown {
 		return
 	}
 	var tids map[int]bool
