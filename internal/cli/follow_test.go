@@ -375,3 +375,22 @@ func TestTopFollowInATerminal(t *testing.T) {
 	assert.Contains(t, end, "EXIT=0")
 	assert.Contains(t, end, "PlayDefaultUpstreamHandler", "the summary follows the view")
 }
+
+func TestFollowUsageErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"analyze", "--follow", "a.log", "b.log"}, "--follow takes one FILE"},
+		{[]string{"analyze", "--follow", "--format", "folded", "a.log"}, "--follow prints text or json"},
+		{[]string{"top", "--follow", "a.log", "123"}, "give no PID or --name"},
+		{[]string{"top", "--follow", "a.log", "--name", "java"}, "give no PID or --name"},
+	} {
+		code, _, errOut := run(t, "", tt.args...)
+		assert.Equal(t, ExitUsage, code, "%v", tt.args)
+		assert.Contains(t, errOut, tt.want)
+	}
+	code, _, errOut := run(t, "", "analyze", "--follow", filepath.Join(t.TempDir(), "missing.log"))
+	assert.Equal(t, ExitFailure, code)
+	assert.Contains(t, errOut, "no such file")
+}
