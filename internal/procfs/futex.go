@@ -245,19 +245,20 @@ type stackPointer struct {
 // runs now and then, and its futex must not change names when it does.
 func (so *stackOwners) name(threads []Thread, r resolved, sym *Symbolizer) Location {
 	if so.sps == nil {
+		// Sorted once, searched per futex: a JVM parks thousands of
+		// threads, each on a futex of its own in anonymous memory.
 		so.sps = make([]stackPointer, 0, 16)
 		for i := range threads {
 			if t := &threads[i]; t.Syscall >= 0 && t.SyscallSP != 0 {
 				so.sps = append(so.sps, stackPointer{t.SyscallSP, t.TID})
 			}
 		}
+		slices.SortFunc(so.sps, func(a, b stackPointer) int { return cmp.Compare(a.sp, b.sp) })
 	}
 	tid := 0
-	for _, p := range so.sps {
-		if p.sp >= r.start && p.sp < r.end {
-			tid = p.tid
-			break
-		}
+	i, _ := slices.BinarySearchFunc(so.sps, r.start, func(p stackPointer, start uint64) int { return cmp.Compare(p.sp, start) })
+	if i < len(so.sps) && so.sps[i].sp < r.end {
+		tid = so.sps[i].tid
 	}
 	if tid != 0 {
 		sym.noteStack(r.start, tid)
