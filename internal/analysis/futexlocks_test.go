@@ -178,3 +178,20 @@ func TestShortWaitsQueuedWithinOffCPUTime(t *testing.T) {
 		queued, sightings, sightings*0.1, offCPU, s.DurationSeconds)
 	assert.LessOrEqual(t, queued, offCPU+0.02, "queued seconds within the waiters' off-CPU seconds")
 }
+
+// An idle pool waits on a glibc condition variable: the waiters /proc
+// shows, and the count the condition keeps in its own memory.
+func TestConditionCountsItsWaiters(t *testing.T) {
+	p := testnative.Start(t, "mutex_contention", "2", "3", "3000")
+	s := sampleFor(t, p.PID, time.Second)
+	var cond *FutexWaitSummary
+	for i := range s.FutexWaits {
+		if s.FutexWaits[i].Symbol != nil && strings.HasPrefix(*s.FutexWaits[i].Symbol, "work_ready") {
+			cond = &s.FutexWaits[i]
+		}
+	}
+	require.NotNil(t, cond, "%+v", s.FutexWaits)
+	assert.Equal(t, 3, cond.Waiters)
+	assert.Equal(t, 3, cond.CountedWaiters, "__wrefs counts the three idle waiters")
+	assert.True(t, strings.HasPrefix(cond.Name, "work_ready+0x"), cond.Name)
+}

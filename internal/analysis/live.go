@@ -147,6 +147,9 @@ type condAgg struct {
 	samples   int
 	waiterSum int
 	peak      int
+	// counted is the most waiters the condition variable's own memory
+	// counted (procfs.LockHolder.Waiters); 0 when never read.
+	counted int
 }
 
 func newOSAgg() *osAgg {
@@ -167,6 +170,9 @@ func (o *osAgg) addCondition(fw snapshot.FutexWait) {
 	}
 	if fw.Location.Module != "" {
 		c.fw.Location = fw.Location
+	}
+	if h := fw.Holder; h != nil {
+		c.counted = max(c.counted, h.Waiters)
 	}
 	c.samples++
 	c.waiterSum += len(fw.TIDs)

@@ -94,7 +94,7 @@ func (a *Aggregator) liveSummary(s *Summary, full bool) {
 			Address: fmt.Sprintf("0x%x", addr), Name: futexName(nil, futexClass(c.fw.Location), fmt.Sprintf("0x%x", addr)),
 			Symbol: futexSymbol(c.fw.Location.Symbol, c.fw.Location.String()),
 			Module: c.fw.Location.Module, Kind: string(c.fw.Kind), Waiters: c.peak,
-			AvgWaiters: round3(float64(c.waiterSum) / float64(o.samples)),
+			AvgWaiters: round3(float64(c.waiterSum) / float64(o.samples)), CountedWaiters: c.counted,
 		})
 	}
 	sort.Slice(s.FutexWaits, func(i, j int) bool {

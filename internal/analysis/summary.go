@@ -518,6 +518,10 @@ type FutexWaitSummary struct {
 	Kind       string  `json:"kind"`
 	Waiters    int     `json:"waiters"`
 	AvgWaiters float64 `json:"avg_waiters"`
+	// CountedWaiters is the most waiters a glibc condition variable's
+	// own memory counted (its waiters on both of its futex words), where
+	// a symbol says the address is one; absent otherwise.
+	CountedWaiters int `json:"counted_waiters,omitempty"`
 }
 
 // DeadlockSummary is one cycle of threads waiting for each other.

@@ -302,6 +302,9 @@ func writeConditionWaits(tw *textWriter, s *analysis.Summary, top int) {
 		case w.Name != "" && w.Name != w.Address:
 			name = w.Name + " <" + w.Address + ">"
 		}
+		if w.CountedWaiters > 0 {
+			name += fmt.Sprintf("  (the condition variable counted up to %d waiters)", w.CountedWaiters)
+		}
 		tw.printf("  %3d waiting  futex %s\n", w.Waiters, Terminal(name))
 	}
 	if single > 0 {
