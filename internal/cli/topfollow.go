@@ -51,8 +51,6 @@ func topFollowRun(ctx context.Context, opts *TopOptions) error {
 	// As in topRun: Ctrl-C reaches the view as a key; signals end it alike.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	readCtx, stopReading := context.WithCancel(ctx)
-	defer stopReading()
 
 	agg := analysis.New()
 	var wrote atomic.Pointer[string]
@@ -70,34 +68,23 @@ func topFollowRun(ctx context.Context, opts *TopOptions) error {
 		},
 	})
 	// The log may be standard input: the keys come from the terminal.
-	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithOutput(out), tea.WithoutSignalHandler(), tea.WithInputTTY())
-
-	type result struct {
+	var res struct {
 		err error
 		n   int
 	}
-	done := make(chan result, 1)
-	go func() {
-		n, err := agg.Drain(readCtx, src, func(snap *snapshot.Snapshot) {
-			p.Send(top.Refresh{Summary: agg.Summary(), Stacks: top.StacksOf(snap.Dump)})
+	err = top.Run(ctx, m, out, nil, func(ctx context.Context, send func(tea.Msg)) {
+		res.n, res.err = agg.Drain(ctx, src, func(snap *snapshot.Snapshot) {
+			send(top.Refresh{Summary: agg.Summary(), Stacks: top.StacksOf(snap.Dump)})
 		})
 		switch {
-		case err != nil:
-			p.Send(top.Stopped{Reason: "reading stopped: " + err.Error()})
-		case readCtx.Err() == nil:
-			p.Send(top.Stopped{Reason: fmt.Sprintf("%s ended after %d dumps; q quits", src.Name(), n)})
+		case res.err != nil:
+			send(top.Stopped{Reason: "reading stopped: " + res.err.Error()})
+		case ctx.Err() == nil:
+			send(top.Stopped{Reason: fmt.Sprintf("%s ended after %d dumps; q quits", src.Name(), res.n)})
 		}
-		done <- result{err, n}
-	}()
-	go func() {
-		<-ctx.Done()
-		p.Quit()
-	}()
-	_, uiErr := p.Run()
-	stopReading()
-	res := <-done
-	if uiErr != nil && !errors.Is(uiErr, tea.ErrProgramKilled) {
-		return fmt.Errorf("terminal: %w", uiErr)
+	})
+	if err != nil {
+		return err
 	}
 	if res.n == 0 {
 		if res.err != nil && !errors.Is(res.err, threaddump.ErrNoThreadDump) {
