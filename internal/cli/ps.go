@@ -2,17 +2,11 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/procs"
-	"github.com/ctprof/ctprof/internal/report"
 )
 
 // PsOptions are the inputs of `ctprof ps`.
@@ -22,22 +16,6 @@ type PsOptions struct {
 	All      bool
 	Format   string
 	ProcRoot string
-}
-
-// processInfo is one row of `ctprof ps`.
-type processInfo struct {
-	PID     int    `json:"pid"`
-	Name    string `json:"name"`
-	User    string `json:"user"`
-	Threads int    `json:"threads"`
-	// Established is the number of established TCP connections; -1 when
-	// the process's fds cannot be read.
-	Established int  `json:"established"`
-	JVM         bool `json:"jvm"`
-	// JVMUnknown: ctprof may not read the process's memory maps (another
-	// user's process), so whether it is a JVM is unknown; JVM is false.
-	JVMUnknown bool   `json:"jvm_unknown,omitempty"`
-	Cmdline    string `json:"cmdline"`
 }
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdPs(io, nil) }) }
@@ -76,42 +54,10 @@ out and says how many there were.`,
 }
 
 func psRun(opts *PsOptions) error {
-	lister := procs.New(opts.ProcRoot)
-	all, err := lister.List()
+	rows, uninspected, err := procs.New(opts.ProcRoot).Candidates(procs.CandidateFilter{JavaOnly: opts.JavaOnly, All: opts.All})
 	if err != nil {
 		return err
 	}
-	fs := procfs.NewFS(lister.Root())
-	rows := make([]processInfo, 0, len(all))
-	uninspected := 0
-	for _, proc := range all {
-		if proc.Threads < 2 && !opts.All {
-			continue
-		}
-		p := processInfo{PID: proc.PID, Name: proc.Name, User: proc.User, Threads: proc.Threads, Cmdline: proc.Cmdline, Established: -1}
-		jvm, err := fs.CheckJVM(p.PID)
-		if errors.Is(err, procfs.ErrProcessGone) {
-			continue
-		}
-		p.JVM = jvm
-		if errors.Is(err, procfs.ErrPermission) {
-			p.JVMUnknown = true
-			uninspected++
-		}
-		if opts.JavaOnly && !p.JVM {
-			continue
-		}
-		if c, err := fs.Connections(p.PID, 0); err == nil {
-			p.Established = c.Established
-		}
-		rows = append(rows, p)
-	}
-	sort.Slice(rows, func(i, j int) bool {
-		if rows[i].Threads != rows[j].Threads {
-			return rows[i].Threads > rows[j].Threads
-		}
-		return rows[i].PID < rows[j].PID
-	})
 	if uninspected > 0 {
 		// Said on stderr so that the listing (and its JSON) stays clean.
 		what := "processes"
@@ -125,28 +71,5 @@ func psRun(opts *PsOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
-	tw := tabwriter.NewWriter(opts.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tTHREADS\tCONNS\tJVM\tUSER\tCOMMAND")
-	for _, r := range rows {
-		conns := "-"
-		if r.Established >= 0 {
-			conns = fmt.Sprint(r.Established)
-		}
-		jvm := ""
-		switch {
-		case r.JVM:
-			jvm = "yes"
-		case r.JVMUnknown:
-			jvm = "?"
-		}
-		cmdline := r.Cmdline
-		if cmdline == "" {
-			cmdline = r.Name
-		}
-		if len(cmdline) > 100 {
-			cmdline = cmdline[:100] + "…"
-		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", r.PID, r.Threads, conns, jvm, report.Terminal(r.User), report.Terminal(strings.TrimSpace(cmdline)))
-	}
-	return tw.Flush()
+	return procs.WriteTable(opts.IO.Out, rows)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctprof/ctprof/internal/procs"
 	"github.com/ctprof/ctprof/internal/testjvm"
 )
 
@@ -133,17 +134,17 @@ func TestPsHonoursProcRoot(t *testing.T) {
 	fake(4343, 4, "nginx", "", "nginx: worker process")
 	fake(4444, 1, "sh", "", "sh")
 
-	java := processInfo{PID: 4242, Name: "java", User: "root", Threads: 30, Established: -1, JVM: true, Cmdline: "java -jar app.jar"}
-	nginx := processInfo{PID: 4343, Name: "nginx", User: "root", Threads: 4, Established: -1, Cmdline: "nginx: worker process"}
-	sh := processInfo{PID: 4444, Name: "sh", User: "root", Threads: 1, Established: -1, Cmdline: "sh"}
+	java := procs.Candidate{PID: 4242, Name: "java", User: "root", Threads: 30, Established: -1, JVM: true, Cmdline: "java -jar app.jar"}
+	nginx := procs.Candidate{PID: 4343, Name: "nginx", User: "root", Threads: 4, Established: -1, Cmdline: "nginx: worker process"}
+	sh := procs.Candidate{PID: 4444, Name: "sh", User: "root", Threads: 1, Established: -1, Cmdline: "sh"}
 	tests := []struct {
 		name string
 		opts PsOptions
-		want []processInfo
+		want []procs.Candidate
 	}{
-		{"threaded ones", PsOptions{}, []processInfo{java, nginx}},
-		{"all", PsOptions{All: true}, []processInfo{java, nginx, sh}},
-		{"JVMs", PsOptions{JavaOnly: true, All: true}, []processInfo{java}},
+		{"threaded ones", PsOptions{}, []procs.Candidate{java, nginx}},
+		{"all", PsOptions{All: true}, []procs.Candidate{java, nginx, sh}},
+		{"JVMs", PsOptions{JavaOnly: true, All: true}, []procs.Candidate{java}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,7 +154,7 @@ func TestPsHonoursProcRoot(t *testing.T) {
 			opts.ProcRoot = root
 			opts.Format = "json"
 			require.NoError(t, psRun(&opts))
-			var got []processInfo
+			var got []procs.Candidate
 			require.NoError(t, json.Unmarshal(out.Bytes(), &got), out.String())
 			assert.Equal(t, tc.want, got)
 			assert.Empty(t, errOut.String())

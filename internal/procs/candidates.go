@@ -1,0 +1,105 @@
+package procs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/termtext"
+)
+
+// Candidate is one process worth profiling, as `ctprof ps` lists it.
+type Candidate struct {
+	PID     int    `json:"pid"`
+	Name    string `json:"name"`
+	User    string `json:"user"`
+	Threads int    `json:"threads"`
+	// Established is the number of established TCP connections; -1 when
+	// the process's fds cannot be read.
+	Established int  `json:"established"`
+	JVM         bool `json:"jvm"`
+	// JVMUnknown: ctprof may not read the process's memory maps (another
+	// user's process), so whether it is a JVM is unknown; JVM is false.
+	JVMUnknown bool   `json:"jvm_unknown,omitempty"`
+	Cmdline    string `json:"cmdline"`
+}
+
+// CandidateFilter says which processes Candidates keeps.
+type CandidateFilter struct {
+	// JavaOnly keeps the JVMs; All keeps single-threaded processes too.
+	JavaOnly, All bool
+}
+
+// Candidates lists the processes worth profiling, most threads first, each
+// with its connections and whether it is a JVM. uninspected counts those
+// whose JVM-ness could not be told (another user's process), to say once.
+func (l Lister) Candidates(f CandidateFilter) (rows []Candidate, uninspected int, err error) {
+	all, err := l.List()
+	if err != nil {
+		return nil, 0, err
+	}
+	rows = make([]Candidate, 0, len(all))
+	for _, proc := range all {
+		if proc.Threads < 2 && !f.All {
+			continue
+		}
+		p := Candidate{PID: proc.PID, Name: proc.Name, User: proc.User, Threads: proc.Threads, Cmdline: proc.Cmdline, Established: -1}
+		jvm, err := l.fs.CheckJVM(p.PID)
+		if errors.Is(err, procfs.ErrProcessGone) {
+			continue // gone since the listing: normal
+		}
+		p.JVM = jvm
+		if errors.Is(err, procfs.ErrPermission) {
+			p.JVMUnknown = true
+			uninspected++
+		}
+		if f.JavaOnly && !p.JVM {
+			continue
+		}
+		if c, err := l.fs.Connections(p.PID, 0); err == nil {
+			p.Established = c.Established
+		}
+		rows = append(rows, p)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Threads != rows[j].Threads {
+			return rows[i].Threads > rows[j].Threads
+		}
+		return rows[i].PID < rows[j].PID
+	})
+	return rows, uninspected, nil
+}
+
+// WriteTable writes the candidates as `ctprof ps` shows them: a "-" for
+// connections ctprof may not count, a "?" for a JVM it may not tell, the
+// command line cut at 100 bytes and escaped for the terminal.
+func WriteTable(w io.Writer, rows []Candidate) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PID\tTHREADS\tCONNS\tJVM\tUSER\tCOMMAND")
+	for _, r := range rows {
+		conns := "-"
+		if r.Established >= 0 {
+			conns = fmt.Sprint(r.Established)
+		}
+		jvm := ""
+		switch {
+		case r.JVM:
+			jvm = "yes"
+		case r.JVMUnknown:
+			jvm = "?"
+		}
+		cmdline := r.Cmdline
+		if cmdline == "" {
+			cmdline = r.Name
+		}
+		if len(cmdline) > 100 {
+			cmdline = cmdline[:100] + "…"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", r.PID, r.Threads, conns, jvm, termtext.Safe(r.User), termtext.Safe(strings.TrimSpace(cmdline)))
+	}
+	return tw.Flush()
+}
