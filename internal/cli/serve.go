@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"regexp"
@@ -14,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctprof/ctprof/internal/metrics"
-	"github.com/ctprof/ctprof/internal/report"
 	"github.com/ctprof/ctprof/internal/serve"
 )
 
@@ -177,7 +175,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	ts := serve.New(serve.Options{
 		PIDs: opts.PIDs, Name: re, Java: opts.Java, Interval: opts.Interval, Port: opts.Port, JVM: opts.JVM.options(),
 		Discovery: opts.Discovery, ProcRoot: opts.ProcRoot, Exporter: srv,
-		Report: func(ev serve.Event) { sayServeEvent(opts.IO.ErrOut, opts.Interval, ev) },
+		Report: func(ev serve.Event) { fmt.Fprintln(opts.IO.ErrOut, ev.Message(opts.Interval)) },
 	})
 	followed := make(chan struct{})
 	go func() {
@@ -198,36 +196,6 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 			err = errors.New("metrics server stopped")
 		}
 		return err
-	}
-}
-
-// sayServeEvent tells the user what happened to a target. Names and notes
-// come from the target and are escaped.
-func sayServeEvent(w io.Writer, interval time.Duration, ev serve.Event) {
-	name := report.Terminal(ev.Target.Name)
-	switch ev.Kind {
-	case serve.ListFailed:
-		fmt.Fprintf(w, "ctprof: %v\n", ev.Err)
-	case serve.StartFailed:
-		if ev.Explicit {
-			fmt.Fprintf(w, "ctprof: %v; exporting ctprof_up{pid=\"%d\"} 0\n", ev.Err, ev.PID)
-		} else {
-			fmt.Fprintf(w, "ctprof: cannot sample pid %d: %v\n", ev.PID, ev.Err)
-		}
-	case serve.Noted:
-		fmt.Fprintf(w, "ctprof: pid %d: %s\n", ev.PID, report.Terminal(ev.Note))
-	case serve.Started:
-		fmt.Fprintf(w, "ctprof: sampling pid %d (%s, %s) every %s\n", ev.PID, name, ev.Target.Kind, interval)
-	case serve.Exited:
-		what := "exited"
-		if ev.Err != nil {
-			what = fmt.Sprintf("could not be sampled any more (%v)", ev.Err)
-		}
-		if ev.Explicit {
-			fmt.Fprintf(w, "ctprof: pid %d (%s) %s; exporting ctprof_up 0 for it\n", ev.PID, name, what)
-		} else {
-			fmt.Fprintf(w, "ctprof: pid %d (%s) %s; its series are dropped\n", ev.PID, name, what)
-		}
 	}
 }
 

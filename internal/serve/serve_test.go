@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/metrics"
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
 
@@ -258,4 +259,23 @@ func TestRunFollowsLiveTargets(t *testing.T) {
 	assert.Len(t, exp.registered, 2)
 	assert.Equal(t, []int{discovered.PID}, exp.dropped)
 	assert.Equal(t, map[int]bool{explicit.PID: false}, exp.up)
+}
+
+// Every event reads as a sentence, and what comes from the target is
+// escaped for the terminal.
+func TestEventMessages(t *testing.T) {
+	target := snapshot.Target{PID: 7, Name: "evil\x1b[2J", Kind: snapshot.KindJVM}
+	for _, tc := range []struct {
+		ev   Event
+		want string
+	}{
+		{Event{Kind: Started, PID: 7, Target: target}, `ctprof: sampling pid 7 (evil\x1b[2J, jvm) every 1s`},
+		{Event{Kind: Exited, PID: 7, Target: target, Explicit: true}, `ctprof: pid 7 (evil\x1b[2J) exited; exporting ctprof_up 0 for it`},
+		{Event{Kind: Exited, PID: 7, Target: target}, `ctprof: pid 7 (evil\x1b[2J) exited; its series are dropped`},
+		{Event{Kind: Noted, PID: 7, Note: "a\nb"}, `ctprof: pid 7: a\nb`},
+	} {
+		got := tc.ev.Message(time.Second)
+		assert.Equal(t, tc.want, got)
+		assert.NotContains(t, got, "\x1b")
+	}
 }
