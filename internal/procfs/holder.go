@@ -183,6 +183,12 @@ func (r *MemReader) FillHolders(futexes []FutexWait, threads []Thread) {
 			fw.Holder = r.rwlock(fw.Address-l.SymbolOffset, isThread)
 		case l.SymbolSize == sizeofPthreadCond && (l.SymbolOffset == 40 || l.SymbolOffset == 44):
 			fw.Holder = r.condition(fw.Address - l.SymbolOffset)
+		case rwlockWait(fw) && l.SymbolSize == 0:
+			// No symbol to say what the word is: the rwlock's own layout
+			// must (rwlockByLayout), or it stays what the wait said.
+			if h := r.rwlockByLayout(fw.Address, isThread); h != nil {
+				fw.Holder, fw.Kind = h, FutexLock
+			}
 		case fw.Kind == FutexLock || fw.Kind == FutexUnknown || timedLockWait(fw):
 			h, sure := r.mutex(fw.Address, isThread)
 			if h == nil {
@@ -210,6 +216,61 @@ func (r *MemReader) FillHolders(futexes []FutexWait, threads []Thread) {
 // 2 ("locked, with waiters"); condition variables wait for another value.
 func timedLockWait(fw *FutexWait) bool {
 	return (fw.Op == "FUTEX_WAIT_BITSET" || fw.Op == "FUTEX_WAIT_BITSET_PRIVATE") && fw.Value == 2
+}
+
+// rwlockWait is a wait that may be an rwlock's: glibc's readers and
+// writers wait with FUTEX_WAIT_BITSET for 1|PTHREAD_RWLOCK_FUTEX_USED (3)
+// on the phase or the writers' word; condition variables and semaphores
+// wait for other values.
+func rwlockWait(fw *FutexWait) bool {
+	return (fw.Op == "FUTEX_WAIT_BITSET" || fw.Op == "FUTEX_WAIT_BITSET_PRIVATE") && fw.Value == 3
+}
+
+// rwlockByLayout tells, without a symbol, whether the futex word at addr
+// is a glibc rwlock's phase word (offset 8) or writers' word (offset 12)
+// by the rest of the rwlock: both futex words hold 0-3, the padding
+// (__pad3, __pad4, the bytes after __rwelision, __pad2) is zero, __shared
+// is 0 or 1 and __flags at most 2. Both readings can fit an rwlock that
+// no writer holds; then the one that names a writer of the target wins,
+// and with none, no count of readers is given (it would be one of two
+// words).
+func (r *MemReader) rwlockByLayout(addr uint64, isThread func(int) bool) *LockHolder {
+	var found []*LockHolder
+	for _, off := range []uint64{8, 12} {
+		if addr < off {
+			continue
+		}
+		b, ok := r.read(addr-off, sizeofPthreadRwlock)
+		if !ok {
+			continue
+		}
+		le := binary.LittleEndian
+		u32 := func(o int) uint32 { return le.Uint32(b[o:]) }
+		if u32(8) > 3 || u32(12) > 3 || u32(16) != 0 || u32(20) != 0 || u32(28) > 1 ||
+			le.Uint64(b[32:])&^0xff != 0 || le.Uint64(b[40:]) != 0 || u32(48) > 2 {
+			continue
+		}
+		h := &LockHolder{Lock: "rwlock", Readers: int(u32(rwlockReaders) >> rwlockReaderShift)}
+		if w := int(int32(u32(rwlockCurWriter))); w != 0 {
+			if !isThread(w) {
+				continue // a writer that is no thread of the target: not an rwlock
+			}
+			h.TID = w
+		}
+		found = append(found, h)
+	}
+	switch {
+	case len(found) == 1:
+		return found[0]
+	case len(found) == 2:
+		for _, h := range found {
+			if h.TID != 0 {
+				return h
+			}
+		}
+		return &LockHolder{Lock: "rwlock"}
+	}
+	return nil
 }
 
 // mutex reads a glibc mutex at addr: its holder when the lock word says
