@@ -26,7 +26,7 @@ func (j *jvmFlags) register(f *pflag.FlagSet) {
 	f.Float64Var(&j.PauseBudget, "pause-budget", 0.5, "JVMs: largest share of the JVM's time, in percent (above 0, below 100), that ctprof's dumps may stop it for")
 	f.StringVar(&j.DumpMode, "dump-mode", "print", "JVMs: print (Thread.print, joined with OS threads) or file (Thread.dump_to_file, JDK 21+)")
 	f.BoolVar(&j.Locks, "locks", false, "JVMs: include owners of java.util.concurrent locks (-l; scans the heap at the safepoint)")
-	f.DurationVar(&j.DumpTimeout, "dump-timeout", jvm.DefaultTimeout, "JVMs: longest wait for the JVM to answer a request (attach handshake, thread dump, JFR start/read/stop); one it does not answer in time is abandoned, sampling goes on through /proc, and no other is sent until the JVM answers again")
+	f.DurationVar(&j.DumpTimeout, "dump-timeout", jvm.DefaultTimeout, "JVMs: longest wait for the JVM to answer a request (attach handshake, thread dump, JFR start/read/stop; a first JFR start, which sets Flight Recorder up in the JVM, gets at least 30s); one it does not answer in time is abandoned, sampling goes on through /proc, and no other is sent until the JVM answers again")
 }
 
 func (j *jvmFlags) validate() error {

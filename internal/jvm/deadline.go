@@ -44,15 +44,33 @@ func (i *Info) timeout() time.Duration {
 // bounded runs fn with ctx bounded by the JVM's timeout and says why it
 // failed when the bound, not ctx, ended it.
 func (i *Info) bounded(ctx context.Context, what string, fn func(ctx context.Context) error) error {
-	d := i.timeout()
+	return i.boundedFor(ctx, i.timeout(), what, fn)
+}
+
+// boundedFor is bounded with a deadline of its own: a first JFR start
+// (firstJFRStart) may take longer than a dump.
+func (i *Info) boundedFor(ctx context.Context, d time.Duration, what string, fn func(ctx context.Context) error) error {
 	bctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	err := fn(bctx)
 	if err != nil && !expired(ctx) && expired(bctx) {
-		return fmt.Errorf("%w: pid %d: %s got no answer within %s (--dump-timeout); the request was abandoned", ErrTimeout, i.PID, what, d)
+		why := "(--dump-timeout)"
+		if d != i.timeout() {
+			why = "(its own deadline)"
+		}
+		return fmt.Errorf("%w: pid %d: %s got no answer within %s %s; the request was abandoned", ErrTimeout, i.PID, what, d, why)
 	}
 	return err
 }
+
+// firstJFRStart bounds the first JFR.start of a recording when
+// --dump-timeout is shorter. It does more than a dump: on JDK 17 the
+// first start in a JVM loads and initializes Flight Recorder and
+// redefines the event classes at a safepoint, which took over 5 s on a
+// 2-CPU host at load 30 (a dump took milliseconds there). A start
+// abandoned at its deadline still runs in the JVM: a second recording
+// that ends by itself (its duration), beside the one ctprof starts next.
+const firstJFRStart = 30 * time.Second
 
 // checkRunning refuses to send anything to a stopped process.
 func (i *Info) checkRunning() error {

@@ -221,9 +221,14 @@ func nonce() (string, error) {
 // attach protocol and returns its output.
 // The request has the JVM's deadline (Info.Timeout), and a stopped
 // process is sent nothing (ErrTargetStopped).
-func Jcmd(ctx context.Context, i *Info, command string) (out []byte, err error) {
+func Jcmd(ctx context.Context, i *Info, command string) ([]byte, error) {
+	return i.jcmd(ctx, i.timeout(), command)
+}
+
+// jcmd is Jcmd with deadline d.
+func (i *Info) jcmd(ctx context.Context, d time.Duration, command string) (out []byte, err error) {
 	name, _, _ := strings.Cut(command, " ")
-	err = i.bounded(ctx, name, func(ctx context.Context) error {
+	err = i.boundedFor(ctx, d, name, func(ctx context.Context) error {
 		if err := i.checkRunning(); err != nil {
 			return err
 		}

@@ -208,7 +208,11 @@ func (r *Recording) start(ctx context.Context) error {
 		// Where the data goes when the recording ends by itself: nowhere.
 		"filename=/dev/null")
 	started := time.Now()
-	out, err := Jcmd(ctx, r.info, strings.Join(args, " "))
+	limit := r.info.timeout()
+	if r.id == "" {
+		limit = max(limit, firstJFRStart) // no recording yet: see firstJFRStart
+	}
+	out, err := r.info.jcmd(ctx, limit, strings.Join(args, " "))
 	if err != nil {
 		return fmt.Errorf("start a JFR recording: %w", err)
 	}
