@@ -54,7 +54,9 @@ type AttachOptions struct {
 }
 
 const attachLong = `Attach to a running process and sample its threads until --duration,
---count, the target's exit, or Ctrl-C; then print a summary.
+--count, the target's exit, or Ctrl-C; then print a summary. A target that
+execs another program (or whose pid a new process takes) ends the run too:
+the summary covers the program ctprof attached to, and says so.
 
 Every --interval ctprof reads /proc/<pid>/task/* (state, CPU, voluntary and
 involuntary context switches, run-queue wait, scheduling policy, priority and
@@ -77,11 +79,16 @@ over the JVM's attach protocol (no JDK needed where ctprof runs) and reads
 its hsperfdata counters: Java lock hotspots (the monitor, where threads wait,
 what the owner runs), Java thread states, and each Java thread joined with its
 OS thread (CPU, context switches, run-queue wait). A dump stops the JVM at a
-safepoint for a moment; ctprof measures that pause and spaces the dumps so it
-stays under --pause-budget of the JVM's time (0.5 % by default), and reports
-it. --dump-mode file uses Thread.dump_to_file (JDK 21+: no global safepoint,
-virtual threads included, but no join with OS threads). --locks adds the
-owners of java.util.concurrent locks (a heap scan at the safepoint).
+safepoint for a moment; ctprof measures that pause (the wait for the JVM's
+threads to reach the safepoint included) and spaces the dumps so that all the
+pauses it causes, --jfr's included, stay under --pause-budget of the JVM's
+time (0.5 % by default); it reports the pause, and says when the budget
+allowed fewer dumps than the samples asked for. A run that got no dump, no
+Flight Recorder data with --jfr, or fewer than half the samples asked for
+says so in the summary's warnings, with the reason. --dump-mode file uses
+Thread.dump_to_file (JDK 21+: no global safepoint, virtual threads included,
+but no join with OS threads). --locks adds the owners of
+java.util.concurrent locks (a heap scan at the safepoint).
 
 ` + jfrFlagsHelp + `
 
@@ -281,6 +288,16 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 			return fmt.Errorf("pid %d exited before the first sample: %w", opts.PID, procfs.ErrProcessGone)
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "ctprof: pid %d exited after %d samples; summary of what was seen:\n", opts.PID, n)
+	case sample.StopTargetExec:
+		// The sampler stopped at the exec: the summary is of the program
+		// the run began with, and its warnings say which.
+		if srv != nil {
+			srv.SetUp(opts.PID, false)
+		}
+		if n == 0 {
+			return fmt.Errorf("pid %d exec'd another program before the first sample", opts.PID)
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "ctprof: pid %d exec'd another program after %d samples; summary of %s until then:\n", opts.PID, n, report.Terminal(t.Name))
 	case sample.StopInterrupted:
 		fmt.Fprintf(opts.IO.ErrOut, "ctprof: interrupted after %d samples\n", n)
 	}

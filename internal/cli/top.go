@@ -205,6 +205,9 @@ func topRun(ctx context.Context, opts *TopOptions) error {
 		switch {
 		case reason == sample.StopTargetGone:
 			p.Send(top.Stopped{Reason: fmt.Sprintf("pid %d exited after %d samples; q quits", t.PID, n)})
+		case reason == sample.StopTargetExec:
+			// The view keeps the program it showed, not the one exec'd.
+			p.Send(top.Stopped{Reason: fmt.Sprintf("pid %d exec'd another program after %d samples; q quits", t.PID, n)})
 		case err != nil:
 			p.Send(top.Stopped{Reason: "sampling stopped: " + err.Error()})
 		}

@@ -33,9 +33,11 @@ type runState struct {
 // Name names the live target in messages.
 func (s *Sampler) Name() string { return "pid " + strconv.Itoa(s.target.PID) }
 
-// Warnings are none: what limits a live run is said in the snapshots'
-// Errors and in Notes, which reach the summary through the Aggregator.
-func (s *Sampler) Warnings() []string { return nil }
+// Warnings say how the run ended and what it lacked (runend.go): the
+// target's exit or exec, no thread dump, no Flight Recorder data, fewer
+// samples than asked for, dumps the pause budget held back. What limited
+// single ticks is in the snapshots' Errors and in Notes.
+func (s *Sampler) Warnings() []string { return s.runWarnings() }
 
 // StopReason says why the run ended; valid once Next has returned an
 // error.
@@ -87,15 +89,30 @@ func (s *Sampler) Next(ctx context.Context) (*snapshot.Snapshot, error) {
 	// procfs.ThreadReader.Final).
 	s.threads.Final = s.opts.Count > 0 && r.taken+1 >= s.opts.Count ||
 		!r.deadline.IsZero() && r.next.Add(s.opts.Interval).After(r.deadline)
+	held := s.countDumpTick(time.Now(), s.jvm != nil && !s.opts.JVM.NoDumps && !s.dumpsOff)
 	tctx, cancel := s.takeContext(ctx)
 	snap, err := s.Take(tctx)
 	cancel()
 	if err != nil {
 		if errors.Is(err, procfs.ErrProcessGone) {
+			if reason, changed := s.changedProgram(); changed {
+				return s.stop(reason, nil)
+			}
 			return s.stop(StopTargetGone, nil)
 		}
 		return s.stop(StopDone, err)
 	}
+	// A sample is kept only if the pid still runs the program the run
+	// began with: an exec or a reused pid during the sweep would mix two
+	// programs in it.
+	if reason, changed := s.changedProgram(); changed {
+		s.spare = snap.Threads
+		return s.stop(reason, nil)
+	}
+	if held && snap.DumpCost != nil {
+		s.budget.heldBack-- // the tick took its dump after all
+	}
+	s.noteTick(snap)
 	r.taken++
 	r.last = snap
 	if ctx.Err() != nil {

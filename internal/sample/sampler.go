@@ -67,8 +67,12 @@ const (
 	StopDone StopReason = iota
 	// StopInterrupted: the context was cancelled (Ctrl-C).
 	StopInterrupted
-	// StopTargetGone: the target exited.
+	// StopTargetGone: the target exited (its pid may now be another
+	// process's).
 	StopTargetGone
+	// StopTargetExec: the target replaced its program (exec); the run
+	// ends with the samples of the program it was attached to.
+	StopTargetExec
 )
 
 func (r StopReason) String() string {
@@ -79,6 +83,8 @@ func (r StopReason) String() string {
 		return "interrupted"
 	case StopTargetGone:
 		return "target exited"
+	case StopTargetExec:
+		return "target exec'd another program"
 	}
 	return fmt.Sprintf("StopReason(%d)", int(r))
 }
@@ -132,6 +138,14 @@ type Sampler struct {
 	dumpsOff bool
 	// run is where the series of samples stands (next.go).
 	run runState
+	// budget books the pauses ctprof caused against the pause budget
+	// (budget.go).
+	budget pauseLedger
+	// ident is the target's identity when the run began, to stop at an
+	// exec or a reused pid; says keeps what the run's end reports of its
+	// samples (runend.go).
+	ident identState
+	says  runNotes
 	// hang is what the sampler knows of a target that does not answer
 	// (hung.go).
 	hang hangState
@@ -193,6 +207,9 @@ func NewSampler(opts Options) (*Sampler, error) {
 
 		droppedFutexes: map[string]int{},
 	}
+	// What the run is of: an exec or a new process under the pid ends it
+	// (runend.go).
+	s.readIdentity()
 	info, inspectErr := jvm.InspectMapped(fs, opts.PID, func() bool {
 		l := libs()
 		return l.HotSpot && !l.OpenJ9
@@ -364,7 +381,9 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	}
 	s.mem.FillHolders(snap.Futexes, threads)
 
+	nerr, jfrStart := len(snap.Errors), time.Now()
 	s.takeJFR(ctx, snap)
+	s.noteJFR(snap, snap.Errors[nerr:], time.Since(jfrStart))
 	snap.Errors = append(snap.Errors, s.notes...)
 	s.notes = nil
 	snap.Missing = s.threads.Missing()
@@ -498,6 +517,7 @@ func (s *Sampler) useDump(ctx context.Context, snap *snapshot.Snapshot, res *jvm
 	}
 	wait = max(wait, time.Duration(float64(pause)/o.PauseBudget))
 	s.nextDump = snap.Time.Add(wait)
+	s.budget.addDumpPause(snap.Time, pause, o.PauseBudget)
 	return nil
 }
 
@@ -505,7 +525,7 @@ func (s *Sampler) useDump(ctx context.Context, snap *snapshot.Snapshot, res *jvm
 // as the options and the pause budget go (takeJVM also checks the JVM can
 // give one).
 func (s *Sampler) dumpDue(now time.Time) bool {
-	return !s.opts.JVM.NoDumps && !s.dumpsOff && !now.Before(s.nextDump)
+	return !s.opts.JVM.NoDumps && !s.dumpsOff && !now.Before(s.nextDump) && s.withinBudget(now)
 }
 
 // waitsNeeded says, after a tick's dump, which sleeping threads' system
