@@ -33,7 +33,8 @@ type FutexHolder struct {
 	// Samples is the number of samples in which the lock's memory named
 	// a holder among those with waiters (DumpsSeen).
 	Samples int `json:"samples"`
-	// Readers is the readers an rwlock counted at that sample.
+	// Readers is the readers an rwlock counted at that sample (0 also
+	// when its memory could not tell which word counts them).
 	Readers int `json:"readers,omitempty"`
 }
 
@@ -341,7 +342,7 @@ func futexFinding(l LockSummary, samples int) Finding {
 			ev = append(ev, "what the holder did, by samples: "+strings.Join(parts, ", "))
 		}
 	} else if h != nil && h.Lock == "rwlock" {
-		ev = append(ev, fmt.Sprintf("an rwlock held by %s and no writer at the sample with the most waiters", plural(h.Readers, "reader")))
+		ev = append(ev, "an rwlock with no writer at the sample with the most waiters"+readersClause(h.Readers))
 	}
 	if len(l.WaiterThreads) > 0 {
 		ev = append(ev, "waiters: "+strings.Join(l.WaiterThreads, ", "))
@@ -375,4 +376,21 @@ func futexFinding(l LockSummary, samples int) Finding {
 		NextStep: next,
 		impact:   impact,
 	}
+}
+
+// readersClause says ", held by 3 readers" when an rwlock counted some,
+// "" otherwise.
+func readersClause(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return ", held by " + plural(n, "reader")
+}
+
+// HolderReaders is readersClause for the sinks.
+func HolderReaders(h *FutexHolder) string {
+	if h == nil {
+		return ""
+	}
+	return readersClause(h.Readers)
 }

@@ -195,7 +195,7 @@ func writeFutexLock(tw *textWriter, l analysis.LockSummary) {
 		tw.printf("               holder (%s): %s at the sample with the most waiters; named in %d of %d samples\n",
 			T(h.Lock), T(h.Runs), h.Samples, l.DumpsSeen)
 	} else if h != nil {
-		tw.printf("               %s: no writer, %d readers at the sample with the most waiters\n", T(h.Lock), h.Readers)
+		tw.printf("               %s: no writer at the sample with the most waiters%s\n", T(h.Lock), analysis.HolderReaders(h))
 	}
 	if len(l.WaiterThreads) > 0 {
 		tw.printf("               waiters: %s\n", T(strings.Join(l.WaiterThreads, ", ")))

@@ -68,7 +68,7 @@ func (m *Model) lockDetail() (string, []string) {
 			clean(h.Thread), h.TID, clean(h.Lock), h.Samples, l.DumpsSeen))
 		b = append(b, "  runs      "+clean(h.Runs))
 	case l.Holder != nil:
-		b = append(b, fmt.Sprintf("Holder: no writer; %d readers (%s)", l.Holder.Readers, clean(l.Holder.Lock)))
+		b = append(b, fmt.Sprintf("Holder: no writer (%s)%s", clean(l.Holder.Lock), analysis.HolderReaders(l.Holder)))
 	case l.Owner != nil:
 		b = append(b, "Owner: "+clean(*l.Owner)+"  (in the dump with the most waiters)")
 		if l.OwnerFrame != nil {
