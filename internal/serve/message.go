@@ -25,6 +25,9 @@ func (ev Event) Message(interval time.Duration) string {
 		return fmt.Sprintf("ctprof: sampling pid %d (%s, %s) every %s", ev.PID, name, ev.Target.Kind, interval)
 	case Exited:
 		what := "exited"
+		if ev.Exec {
+			what = "exec'd another program"
+		}
 		if ev.Err != nil {
 			what = fmt.Sprintf("could not be sampled any more (%v)", ev.Err)
 		}

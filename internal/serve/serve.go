@@ -98,6 +98,9 @@ type Event struct {
 	// Note is the sampler's note (Noted), from the target as well.
 	Note string
 	Err  error
+	// Exec says the target replaced its program (Exited): its sampler
+	// stopped there, so no series mixes two programs.
+	Exec bool
 }
 
 // Targets follows the processes one `ctprof serve` samples.
@@ -302,7 +305,7 @@ func (ts *Targets) exit(ev targetExit) {
 			ts.failed[ev.pid] = true
 		}
 	}
-	ts.opts.Report(Event{Kind: Exited, PID: ev.pid, Explicit: explicit, Target: ev.target, Err: ev.err})
+	ts.opts.Report(Event{Kind: Exited, PID: ev.pid, Explicit: explicit, Target: ev.target, Err: ev.err, Exec: ev.reason == sample.StopTargetExec})
 }
 
 // wait stops every sampler (the context is cancelled) and waits for them.

@@ -272,6 +272,7 @@ func TestEventMessages(t *testing.T) {
 		{Event{Kind: Started, PID: 7, Target: target}, `ctprof: sampling pid 7 (evil\x1b[2J, jvm) every 1s`},
 		{Event{Kind: Exited, PID: 7, Target: target, Explicit: true}, `ctprof: pid 7 (evil\x1b[2J) exited; exporting ctprof_up 0 for it`},
 		{Event{Kind: Exited, PID: 7, Target: target}, `ctprof: pid 7 (evil\x1b[2J) exited; its series are dropped`},
+		{Event{Kind: Exited, PID: 7, Target: target, Exec: true}, `ctprof: pid 7 (evil\x1b[2J) exec'd another program; its series are dropped`},
 		{Event{Kind: Noted, PID: 7, Note: "a\nb"}, `ctprof: pid 7: a\nb`},
 	} {
 		got := tc.ev.Message(time.Second)
