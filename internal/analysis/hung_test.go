@@ -61,7 +61,7 @@ func TestHungFindings(t *testing.T) {
 	running := []procfs.Thread{thread(10, "matcher-3", 'R', 0, 0, 0), thread(11, "allocator-1", 'S', 0, 0, 0), thread(12, "VM Thread", 'S', 0, 0, 0)}
 	noAnswer := func(gc time.Duration, rs ...snapshot.RunningThread) *snapshot.NoAnswer {
 		return &snapshot.NoAnswer{Request: "thread dump", Since: t0, For: 12 * time.Second, Waited: 5 * time.Second,
-			Running: rs, JavaThreads: 2, GCRunning: gc, GCKnown: true}
+			Running: rs, JavaThreads: 2, GCRunning: gc, GCKnown: true, VMThreadWakeups: 950}
 	}
 	t.Run("a thread keeps the JVM from a safepoint", func(t *testing.T) {
 		a := New()
@@ -74,6 +74,17 @@ func TestHungFindings(t *testing.T) {
 		assert.Equal(t, `The JVM has not reached a safepoint for 12 s; thread "matcher-3" keeps running (99 % of a CPU; likely a loop without safepoint polls); every other Java thread waits.`, f.Summary)
 		assert.Nil(t, findingKind(sum, FindingGCPause))
 		assert.Equal(t, f, &sum.Findings[0], "the first finding")
+	})
+	t.Run("a loaded host, not a stall", func(t *testing.T) {
+		// A thread runs while the request goes unanswered, but the VM
+		// Thread is not polling for a safepoint: the JVM may just not have
+		// had the CPU to start its attach listener.
+		a := New()
+		s := jvmSnap(0, running)
+		s.NoAnswer = noAnswer(0, snapshot.RunningThread{TID: 10, Name: "matcher-3", CPU: 0.3, Queued: 0.7, Window: 5 * time.Second})
+		s.NoAnswer.VMThreadWakeups = 12
+		a.Add(s)
+		assert.Nil(t, findingKind(a.Summary(), FindingSafepointStall))
 	})
 	t.Run("a long collection", func(t *testing.T) {
 		a := New()

@@ -190,6 +190,7 @@ func TestAttachSafepointStall(t *testing.T) {
 			assert.Contains(t, f["summary"], `thread "matcher-3" keeps running`)
 			assert.Contains(t, f["summary"], "The JVM has not reached a safepoint for")
 			assert.Contains(t, f["summary"], "every other Java thread waits")
+			assert.Contains(t, strings.Join(toStrings(f["evidence"]), "\n"), "the VM Thread woke", "the VM Thread polls for the safepoint")
 			assert.Nil(t, findingOf(doc, "gc-pause"))
 
 			// Ctrl-C while the JVM does not answer: the run stops at once,

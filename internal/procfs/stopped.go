@@ -60,6 +60,8 @@ type ThreadCPUTimes struct {
 	// runnable but waiting for a CPU (zero where the kernel has no
 	// schedstat); CPU is stat's user plus system time.
 	RunTime, RunQueueWait, CPU time.Duration
+	// Timeslices counts the times it was put on a CPU (schedstat).
+	Timeslices uint64
 }
 
 // ThreadRunTime reads one thread's state and times on CPU: what the
@@ -75,5 +77,5 @@ func (f FS) ThreadRunTime(pid, tid int) (ThreadCPUTimes, error) {
 	if s, err := f.readFile(f.pidPath(pid, "task", strconv.Itoa(tid), "schedstat")); err == nil {
 		parseSchedstat(s, &t)
 	}
-	return ThreadCPUTimes{State: t.State, RunTime: t.RunTime, RunQueueWait: t.RunQueueWait, CPU: t.CPU()}, nil
+	return ThreadCPUTimes{State: t.State, RunTime: t.RunTime, RunQueueWait: t.RunQueueWait, CPU: t.CPU(), Timeslices: t.Timeslices}, nil
 }

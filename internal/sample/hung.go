@@ -178,6 +178,7 @@ func (s *Sampler) noteHang(snap *snapshot.Snapshot, threads []snapshot.OSThread,
 	if pd, err := s.jvm.ReadPerfData(); err == nil {
 		na.GCRunning, na.GCKnown = pd.Counters().GCRunning, true
 	}
+	na.VMThreadWakeups = s.vmThreadWakeups(threads)
 	snap.NoAnswer = na
 	h.waited = 0
 }
@@ -248,4 +249,33 @@ func (s *Sampler) takeContext(ctx context.Context) (context.Context, context.Can
 // summary says so.
 func cutShort(ctx context.Context, err error, waited time.Duration) bool {
 	return err != nil && ctx.Err() != nil && waited >= time.Second
+}
+
+// vmWindow is how long vmThreadWakeups watches the VM Thread.
+const vmWindow = 200 * time.Millisecond
+
+// vmThreadWakeups counts how often a second HotSpot's VM Thread is put on
+// a CPU, over vmWindow (see snapshot.NoAnswer.VMThreadWakeups); -1 when
+// the thread or its schedstat cannot be read.
+func (s *Sampler) vmThreadWakeups(threads []snapshot.OSThread) float64 {
+	tid := 0
+	for i := range threads {
+		if threads[i].Name == "VM Thread" {
+			tid = threads[i].TID
+		}
+	}
+	if tid == 0 {
+		return -1
+	}
+	a, err := s.fs.ThreadRunTime(s.opts.PID, tid)
+	start := time.Now()
+	if err != nil || a.Timeslices == 0 {
+		return -1
+	}
+	time.Sleep(vmWindow)
+	b, err := s.fs.ThreadRunTime(s.opts.PID, tid)
+	if err != nil || b.Timeslices < a.Timeslices {
+		return -1
+	}
+	return float64(b.Timeslices-a.Timeslices) / time.Since(start).Seconds()
 }

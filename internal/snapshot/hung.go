@@ -39,6 +39,13 @@ type NoAnswer struct {
 	// hsperfdata. GCKnown says the counters were read.
 	GCRunning time.Duration
 	GCKnown   bool
+	// VMThreadWakeups is how many times a second HotSpot's VM Thread was
+	// put on a CPU, over a short window at the tick's end (-1: not
+	// measured). While it brings the threads to a safepoint it sleeps a
+	// millisecond at a time and checks again, about 1,000 times a second
+	// (SafepointSynchronize's back-off, JDK 17 and 25); otherwise it wakes
+	// only for its operations.
+	VMThreadWakeups float64
 }
 
 // RunningThread is a thread found running while the JVM did not answer.
