@@ -2,7 +2,6 @@ package sample
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -124,7 +123,7 @@ func TestPauseShareInTheSummaryHoldsOnALoadedHost(t *testing.T) {
 	require.NotNil(t, sum.SampleCost.TargetPauseShare, "the pause is measured (hsperfdata)")
 	require.GreaterOrEqual(t, dumps, 1)
 	elapsed := sum.DurationSeconds
-	require.Greater(t, elapsed, 15.0)
+	require.Greater(t, elapsed, 10.0, "a 20 s run, even with stretched ticks")
 	share := *sum.SampleCost.TargetPauseShare
 	tolerance := largest.Seconds() / elapsed
 	assert.LessOrEqual(t, share, budget+tolerance,
@@ -150,9 +149,10 @@ func TestPauseShareInTheSummaryHoldsOnALoadedHost(t *testing.T) {
 		"the JVM logged %s of dump pauses, ctprof measured %s", logged, measured)
 	assert.LessOrEqual(t, logged.Seconds()/elapsed, budget+tolerance+float64(ops)*200e-6/elapsed)
 
-	asked := sum.Samples
-	if dumps < asked {
-		assert.Contains(t, strings.Join(sum.Warnings, "\n"), fmt.Sprintf("the pause budget (0.5 %%) allowed %d of the %d dumps asked for", dumps, asked))
+	// Each sample asks for a dump: with fewer dumps, the budget held some
+	// back (a failed dump, which would also make fewer, says so itself).
+	if dumps < sum.Samples {
+		assert.Regexp(t, `the pause budget \(0\.5 %\) allowed \d+ of the \d+ dumps asked for; raise --pause-budget or --dump-interval`, strings.Join(sum.Warnings, "\n"))
 	}
 	t.Logf("%d dumps in %d samples over %.1f s: %.3f %% by the summary (budget %.1f %%, tolerance %.3f %%), largest pause %s; the JVM logged %s",
 		dumps, sum.Samples, elapsed, 100*share, 100*budget, 100*tolerance, largest, logged)
