@@ -31,8 +31,10 @@ type hangState struct {
 	since   time.Time
 	request string
 	waited  time.Duration
-	// gaveUp is how long the latest unanswered request waited.
-	gaveUp time.Duration
+	// gaveUp is how long the latest unanswered request waited, gaveUpAt
+	// when it was abandoned.
+	gaveUp   time.Duration
+	gaveUpAt time.Time
 	// safepoints and safepointTime are the JVM's counters when it stopped
 	// answering (known says it has counters): a request waits until they
 	// move, i.e. the JVM ended a safepoint and served what it had queued.
@@ -67,8 +69,11 @@ func (s *Sampler) mayAsk(snap *snapshot.Snapshot) bool {
 	if snap.Time.Before(h.retryAt) {
 		return false
 	}
-	if h.known && snap.JVM != nil {
-		return snap.JVM.Safepoints != h.safepoints || snap.JVM.SafepointTime != h.safepointTime
+	if h.known && snap.JVM != nil && snap.JVM.Safepoints == h.safepoints && snap.JVM.SafepointTime == h.safepointTime {
+		// Not yet, unless a minute has passed: a JVM whose counters stay
+		// still for other reasons (nothing ctprof sent reached it) is
+		// asked again then.
+		return !snap.Time.Before(h.gaveUpAt.Add(time.Minute))
 	}
 	return true
 }
@@ -86,7 +91,7 @@ func (s *Sampler) unanswered(snap *snapshot.Snapshot, request string, waited tim
 		h.since, h.request = now.Add(-waited), request
 		h.backoff = 0
 	}
-	h.waited, h.gaveUp = waited, waited
+	h.waited, h.gaveUp, h.gaveUpAt = waited, waited, now
 	if snap.JVM != nil {
 		h.safepoints, h.safepointTime, h.known = snap.JVM.Safepoints, snap.JVM.SafepointTime, true
 	} else {
