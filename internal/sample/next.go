@@ -149,6 +149,9 @@ func (s *Sampler) pendingOrEOF() (*snapshot.Snapshot, error) {
 	if len(r.pending) > 0 {
 		snap := r.pending[0]
 		r.pending = r.pending[1:]
+		if len(snap.Waits) > 0 || len(snap.GCPauses) > 0 {
+			s.says.jfrReads++ // the read at Ctrl-C (flushJFR) is data too
+		}
 		return snap, nil
 	}
 	return nil, io.EOF
