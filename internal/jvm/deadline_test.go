@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -85,4 +86,41 @@ func TestRequestToAStoppedJVM(t *testing.T) {
 	require.NoError(t, err, "a dump works once the JVM runs again")
 	assert.Contains(t, string(res.Text), "request-1")
 	assert.NotContains(t, string(p.Log()), "Full thread dump", "no SIGQUIT reached it while it was stopped")
+}
+
+// The jcmd fallback killed at its deadline leaves no trigger: jcmd makes
+// its own .attach_pid and, killed before the listener answered, cannot
+// remove it; ctprof removes the one that was not there before.
+func TestJcmdKilledLeavesNoTrigger(t *testing.T) {
+	if _, err := findJcmd(); err != nil {
+		t.Fatalf("the test needs jcmd on PATH (JDK 17): %v", err)
+	}
+	p := testjvm.Start(t, testjvm.JDK17(t), "SafepointStall", "60")
+	p.WaitForLog(t, 60*time.Second, func(log []byte) bool { return bytes.Contains(log, []byte("STALL begin")) })
+	p.WaitForSafepointStall(t, time.Second, 60*time.Second)
+	info := inspect(t, p.PID)
+	cwd := filepath.Join("/proc", strconv.Itoa(p.PID), "cwd")
+	trigger := filepath.Join(cwd, ".attach_pid"+strconv.Itoa(info.NSPID))
+	seen := make(chan bool, 1)
+	go func() {
+		// jcmd's trigger appears while it waits for the listener.
+		deadline := time.Now().Add(8 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, err := os.Stat(trigger); err == nil {
+				seen <- true
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		seen <- false
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	_, err := jcmdDump(ctx, info, DumpOptions{})
+	require.Error(t, err, "jcmd cannot answer during the stall")
+	if !<-seen {
+		t.Skip("jcmd did not get as far as its trigger file within 8 s on this machine")
+	}
+	_, err = os.Stat(trigger)
+	assert.True(t, os.IsNotExist(err), "jcmd's trigger was removed: %v", err)
 }

@@ -10,8 +10,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrNoJcmd means no jcmd tool could be found for the fallback.
@@ -41,8 +44,57 @@ func jcmdDump(ctx context.Context, i *Info, o DumpOptions) (*DumpResult, error) 
 	cmd := exec.CommandContext(ctx, tool, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	absent := i.absentTriggers()
+	err = cmd.Run()
+	absent.done(ctx.Err() != nil)
+	if err != nil {
 		return nil, fmt.Errorf("%s %v: %v: %s", tool, args, err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return &DumpResult{Text: stdout.Bytes(), Method: MethodJcmd}, nil
+}
+
+// leftTriggers are the places of the attach trigger that had none before
+// jcmd ran. jcmd creates its own trigger and removes it when the listener
+// answers; killed at the request's deadline it cannot, and a trigger left
+// there would start the listener at the JVM's next SIGQUIT (an operator's
+// kill -3) instead of printing the dump that was asked for.
+type leftTriggers struct {
+	dirs []*targetDir
+	name string
+}
+
+// absentTriggers notes where the trigger is absent now.
+func (i *Info) absentTriggers() *leftTriggers {
+	t := &leftTriggers{name: ".attach_pid" + strconv.Itoa(i.NSPID)}
+	for _, open := range []func() (*targetDir, error){
+		func() (*targetDir, error) { return openTargetCwd(i.fs, i.PID) },
+		func() (*targetDir, error) { return openTargetRootDir(i.fs, i.PID, "tmp") },
+	} {
+		d, err := open()
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(d.fd, t.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			d.Close() // there already: not jcmd's
+			continue
+		}
+		t.dirs = append(t.dirs, d)
+	}
+	return t
+}
+
+// done closes the directories; killed says jcmd was killed, and then the
+// regular files of ctprof's own user (jcmd's) that appeared where
+// absentTriggers found none are removed first.
+func (t *leftTriggers) done(killed bool) {
+	for _, d := range t.dirs {
+		var st unix.Stat_t
+		if killed && unix.Fstatat(d.fd, t.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+			st.Mode&unix.S_IFMT == unix.S_IFREG && int(st.Uid) == os.Geteuid() {
+			_ = d.removeIfSame(t.name, st, os.Geteuid(), os.Getegid())
+		}
+		d.Close()
+	}
+	t.dirs = nil
 }
