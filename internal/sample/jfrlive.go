@@ -130,7 +130,9 @@ func (s *Sampler) takeJFR(ctx context.Context, snap *snapshot.Snapshot) {
 		switch {
 		case err == nil:
 			st.rec = rec
-		case errors.Is(err, procfs.ErrProcessGone) || ctx.Err() != nil:
+			s.answered()
+		case errors.Is(err, procfs.ErrProcessGone) || errors.Is(err, jvm.ErrTargetStopped) || ctx.Err() != nil:
+			// Gone, stopped (try again once it runs) or interrupted.
 		case timedOut(err):
 			s.unanswered(snap, "JFR start", s.opts.JVM.DumpTimeout)
 			snap.Errors = append(snap.Errors, "JFR recording not started: "+err.Error())
@@ -153,6 +155,7 @@ func (s *Sampler) takeJFR(ctx context.Context, snap *snapshot.Snapshot) {
 		}
 		return
 	}
+	s.answered()
 	if len(b) == 0 {
 		return
 	}
