@@ -82,8 +82,9 @@ func (s *Sampler) mayAsk(snap *snapshot.Snapshot) bool {
 // unanswered: the end of a run reads JFR and stops it only then.
 func (s *Sampler) answering() bool { return !s.hang.stopped && s.hang.since.IsZero() }
 
-// unanswered notes a request that went past its deadline (err wraps
-// jvm.ErrTimeout) after waiting waited, on the tick snap.
+// unanswered notes a request that was abandoned after waiting waited (at
+// its deadline, or cut short by Ctrl-C or the run's end), on the tick
+// snap.
 func (s *Sampler) unanswered(snap *snapshot.Snapshot, request string, waited time.Duration) {
 	h := &s.hang
 	now := time.Now()
@@ -98,8 +99,9 @@ func (s *Sampler) unanswered(snap *snapshot.Snapshot, request string, waited tim
 		h.known = false
 	}
 	// The JVM still holds the abandoned request and serves it when it can:
-	// another sent now would queue behind it. Without counters to show
-	// the JVM answers again, the wait doubles up to a minute.
+	// another sent now would queue behind it. The wait doubles with each
+	// request abandoned in a row, up to a minute; with counters, mayAsk
+	// also waits for them to move.
 	h.backoff = min(max(2*h.backoff, s.opts.Interval, s.jvm.Timeout), time.Minute)
 	h.retryAt = now.Add(h.backoff)
 }
