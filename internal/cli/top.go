@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -138,12 +137,9 @@ func NewCmdTop(io IO, runF func(*TopOptions) error) *cobra.Command {
 var errNotTerminal = usageErrorf("ctprof top needs a terminal on standard output; for pipes, files and scripts use ctprof attach PID (a summary at the end, --format json, --html)")
 
 func topRun(ctx context.Context, opts *TopOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	out, ok := opts.IO.Out.(*os.File)
-	if !ok || !isTerminal(out) {
-		return errNotTerminal
+	out, err := topTerminal(opts)
+	if err != nil {
+		return err
 	}
 	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Port: opts.Port, JVM: opts.JVM.options()})
 	if err != nil {
@@ -153,90 +149,117 @@ func topRun(ctx context.Context, opts *TopOptions) error {
 	// released however the run ends.
 	defer s.Close()
 	t := s.Target()
+	_, err = runTopSession(ctx, opts, out, topSession{
+		src:       s,
+		view:      top.Options{Interval: opts.Interval},
+		htmlName:  fmt.Sprintf("ctprof-top-%d", t.PID),
+		stoppedAs: "sampling",
+		ended: func(n int, err error) string {
+			switch s.StopReason() {
+			case sample.StopTargetGone:
+				return fmt.Sprintf("pid %d exited after %d samples; q quits", t.PID, n)
+			case sample.StopTargetExec:
+				// The view keeps the program it showed, not the one exec'd.
+				return fmt.Sprintf("pid %d exec'd another program after %d samples; q quits", t.PID, n)
+			}
+			return ""
+		},
+	})
+	return err
+}
+
+// topTerminal is the terminal top draws on: standard output, refused when
+// it is a pipe or a file.
+func topTerminal(opts *TopOptions) (*os.File, error) {
+	out, ok := opts.IO.Out.(*os.File)
+	if !ok || !isTerminal(out) {
+		return nil, errNotTerminal
+	}
+	return out, nil
+}
+
+// topSession is what differs between top's two inputs, a live process and
+// a followed log: the Source, how the view names it, the report's file
+// name, and what the view says when the Source ends by itself.
+type topSession struct {
+	src      snapshot.Source
+	view     top.Options
+	htmlName string // the default HTML report's name, without time and extension
+	sources  []string
+	// stoppedAs names the work in "<stoppedAs> stopped: <err>".
+	stoppedAs string
+	// ended is the view's line when src ends by itself (not Ctrl-C); ""
+	// says nothing.
+	ended func(n int, err error) string
+}
+
+// runTopSession drains the session's Source into a fresh Aggregator while
+// the view draws it, then prints the summary and where r wrote the report.
+// It returns how many snapshots the view drew.
+func runTopSession(ctx context.Context, opts *TopOptions, out *os.File, sess topSession) (int, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	htmlPath := opts.HTML
 	if htmlPath == "" {
 		// The current directory, where the user sees it; a name that does
 		// not exist yet, so nothing of the user's is replaced.
-		htmlPath = fmt.Sprintf("ctprof-top-%d-%s.html", t.PID, time.Now().Format("20060102-150405"))
+		htmlPath = fmt.Sprintf("%s-%s.html", sess.htmlName, time.Now().Format("20060102-150405"))
 	}
-
 	// Ctrl-C reaches the view as a key (the terminal is raw); SIGTERM,
 	// SIGHUP (the ssh session closed) and a SIGINT from kill end it alike.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	sampleCtx, stopSampling := context.WithCancel(ctx)
-	defer stopSampling()
 
 	agg := analysis.New()
 	// The report is written from the view's goroutine.
 	var wrote atomic.Pointer[string]
-	m := top.New(top.Options{
-		Interval: opts.Interval,
-		Profile:  colorProfile(out),
-		WriteReport: func() (string, error) {
-			err := writeAtomic(htmlPath, func(f io.Writer) error {
-				return report.HTML(f, report.HTMLInput{Summary: agg.Summary(), Stacks: agg.Stacks(), Generated: time.Now()})
-			})
-			if err == nil {
-				wrote.Store(&htmlPath)
-			}
-			return htmlPath, err
-		},
-	})
-	progOpts := []tea.ProgramOption{tea.WithAltScreen(), tea.WithOutput(out), tea.WithoutSignalHandler()}
-	if in, ok := opts.IO.In.(*os.File); ok && isTerminal(in) {
-		progOpts = append(progOpts, tea.WithInput(in))
-	} else {
-		progOpts = append(progOpts, tea.WithInputTTY())
-	}
-	p := tea.NewProgram(m, progOpts...)
-
-	type result struct {
-		reason sample.StopReason
-		err    error
-		n      int
-	}
-	done := make(chan result, 1)
-	go func() {
-		n, err := agg.Drain(sampleCtx, s, func(snap *snapshot.Snapshot) {
-			p.Send(top.Refresh{Summary: agg.Summary(), Stacks: top.StacksOf(snap.Dump)})
+	vo := sess.view
+	vo.Profile = colorProfile(out)
+	vo.WriteReport = func() (string, error) {
+		err := writeAtomic(htmlPath, func(f io.Writer) error {
+			return report.HTML(f, report.HTMLInput{Summary: agg.Summary(), Stacks: agg.Stacks(), Sources: sess.sources, Generated: time.Now()})
 		})
-		reason := s.StopReason()
-		switch {
-		case reason == sample.StopTargetGone:
-			p.Send(top.Stopped{Reason: fmt.Sprintf("pid %d exited after %d samples; q quits", t.PID, n)})
-		case reason == sample.StopTargetExec:
-			// The view keeps the program it showed, not the one exec'd.
-			p.Send(top.Stopped{Reason: fmt.Sprintf("pid %d exec'd another program after %d samples; q quits", t.PID, n)})
-		case err != nil:
-			p.Send(top.Stopped{Reason: "sampling stopped: " + err.Error()})
+		if err == nil {
+			wrote.Store(&htmlPath)
 		}
-		done <- result{reason, err, n}
-	}()
-	go func() {
-		<-ctx.Done()
-		p.Quit()
-	}()
-	_, uiErr := p.Run()
-	stopSampling()
-	res := <-done
-	if uiErr != nil && !errors.Is(uiErr, tea.ErrProgramKilled) {
-		return fmt.Errorf("terminal: %w", uiErr)
+		return htmlPath, err
 	}
-	if res.n == 0 {
-		return res.err
+	var in *os.File // nil: keys from the controlling terminal (the input may be a log on a pipe)
+	if f, ok := opts.IO.In.(*os.File); ok && isTerminal(f) {
+		in = f
+	}
+	var n int
+	var srcErr error
+	err := top.Run(ctx, top.New(vo), out, in, func(ctx context.Context, send func(tea.Msg)) {
+		n, srcErr = agg.Drain(ctx, sess.src, func(snap *snapshot.Snapshot) {
+			send(top.Refresh{Summary: agg.Summary(), Stacks: top.StacksOf(snap.Dump)})
+		})
+		if srcErr != nil {
+			send(top.Stopped{Reason: sess.stoppedAs + " stopped: " + srcErr.Error()})
+		} else if ctx.Err() == nil {
+			if line := sess.ended(n, srcErr); line != "" {
+				send(top.Stopped{Reason: line})
+			}
+		}
+	})
+	if err != nil {
+		return n, err
+	}
+	if n == 0 {
+		return 0, srcErr
 	}
 	if err := writeSummary(opts.IO.Out, agg, "text", opts.Top); err != nil {
-		return err
+		return n, err
 	}
 	// Last, where the user sees it below the summary.
 	if w := wrote.Load(); w != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "ctprof: wrote the HTML report to %s\n", *w)
 	}
-	if res.err != nil {
-		return fmt.Errorf("sampling stopped early: %w", res.err)
+	if srcErr != nil {
+		return n, fmt.Errorf("%s stopped early: %w", sess.stoppedAs, srcErr)
 	}
-	return nil
+	return n, nil
 }
 
 // colorProfile is the terminal's colours, none when NO_COLOR is set
