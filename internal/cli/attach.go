@@ -8,9 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
-	"runtime/debug"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 	"github.com/ctprof/ctprof/internal/record"
 	"github.com/ctprof/ctprof/internal/report"
 	"github.com/ctprof/ctprof/internal/sample"
+	"github.com/ctprof/ctprof/internal/self"
 	"github.com/ctprof/ctprof/internal/snapshot"
 )
 
@@ -195,7 +194,7 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 		ctx = context.Background()
 	}
 	if opts.Count == 1 {
-		defer collectLessForOneSample()()
+		defer self.CollectLessForOneSample()()
 		if opts.Format == "json" {
 			go report.PrepareJSON()
 		}
@@ -269,7 +268,7 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 			}
 		}
 		if showStatus {
-			fmt.Fprintf(opts.IO.ErrOut, "\r\x1b[K%s", statusLine(time.Since(start), seen, snap))
+			fmt.Fprintf(opts.IO.ErrOut, "\r\x1b[K%s", report.StatusLine(time.Since(start), seen, snap))
 		}
 	})
 	reason := s.StopReason()
@@ -318,25 +317,6 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 		return fmt.Errorf("the recording stopped early: %w", recErr)
 	}
 	return nil
-}
-
-// statusLine is the one-line progress shown on a terminal. It shows the
-// latest sample as it is; statistics are the Aggregator's, at the end.
-func statusLine(elapsed time.Duration, n int, snap *snapshot.Snapshot) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s  %d samples  %d threads", elapsed.Round(time.Second), n, len(snap.Threads))
-	if c := snap.Connections; c != nil {
-		fmt.Fprintf(&b, "  %d connections", c.Established)
-	}
-	for _, fw := range snap.Futexes {
-		if fw.Kind == snapshot.FutexCondition {
-			continue
-		}
-		name := "futex " + fw.Location.String()
-		fmt.Fprintf(&b, "  hottest: %s (%d waiting)", report.Terminal(name), len(fw.TIDs))
-		break
-	}
-	return b.String()
 }
 
 // targetArgs reads the one PID argument of attach and top, or none with
@@ -391,27 +371,3 @@ func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
-
-// collectLessForOneSample lets the heap of a one-sample run grow to five
-// times its live data before the garbage collector runs, within 256 MB
-// (past it the collector runs as it must), unless GOGC or GOMEMLIMIT say
-// otherwise. Such a run lives for one sample, whose dump is parsed and
-// aggregated right after it arrives: a collection then took the second
-// CPU from the parse, or slowed it with its write barriers, for garbage
-// the exit drops anyway. The returned function restores the settings.
-func collectLessForOneSample() func() {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
-	limit := debug.SetMemoryLimit(-1)
-	debug.SetMemoryLimit(min(limit, oneSampleHeapLimit))
-	percent := debug.SetGCPercent(400)
-	return func() {
-		debug.SetGCPercent(percent)
-		debug.SetMemoryLimit(limit)
-	}
-}
-
-// oneSampleHeapLimit bounds the heap collectLessForOneSample allows: well
-// within the 512 MB that no input may make ctprof exceed.
-const oneSampleHeapLimit = 256 << 20

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/ctprof/ctprof/internal/self"
 	"github.com/spf13/cobra"
 )
 
@@ -132,7 +133,7 @@ func register(newCmd func(IO) *cobra.Command) { commands = append(commands, newC
 func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	root := NewRootCmd(IO{In: in, Out: out, ErrOut: errOut})
 	root.SetArgs(args)
-	stopProfiles := startDevProfiles(errOut)
+	stopProfiles := self.StartProfiles(errOut)
 	err := root.Execute()
 	stopProfiles()
 	if err == nil {

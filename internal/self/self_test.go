@@ -1,4 +1,4 @@
-package cli
+package self
 
 import (
 	"runtime/debug"
@@ -16,7 +16,7 @@ func TestOneSampleRunCollectsLess(t *testing.T) {
 	defer debug.SetGCPercent(percent)
 	limit := debug.SetMemoryLimit(-1)
 
-	restore := collectLessForOneSample()
+	restore := CollectLessForOneSample()
 	assert.Equal(t, 400, debug.SetGCPercent(-1))
 	debug.SetGCPercent(400)
 	assert.Equal(t, min(limit, int64(oneSampleHeapLimit)), debug.SetMemoryLimit(-1))
@@ -25,6 +25,6 @@ func TestOneSampleRunCollectsLess(t *testing.T) {
 	assert.Equal(t, limit, debug.SetMemoryLimit(-1))
 
 	t.Setenv("GOGC", "50")
-	collectLessForOneSample()()
+	CollectLessForOneSample()()
 	assert.Equal(t, 100, debug.SetGCPercent(100), "the user's GOGC is left alone")
 }
