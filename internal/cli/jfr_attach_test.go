@@ -112,7 +112,11 @@ func TestAttachJFRLeavesNoRecording(t *testing.T) {
 				assert.Contains(t, p.stderr.String(), "exited after")
 			} else {
 				jcmdHasNoCtprofRecording(t, target)
-				assert.NotContains(t, p.stderr.String(), "JFR", "no JFR complaint:\n%s", p.stderr.String())
+				for _, l := range strings.Split(p.stderr.String(), "\n") {
+					if !strings.Contains(l, "the pause budget") {
+						assert.NotContains(t, l, "JFR", "no JFR complaint:\n%s", p.stderr.String())
+					}
+				}
 			}
 			assert.Empty(t, ctprofJFRDirs(t, target.PID), "ctprof's directory is removed")
 			b, err := os.ReadFile(out.Name())
@@ -129,6 +133,9 @@ func TestAttachJFRLeavesNoRecording(t *testing.T) {
 				assert.Positive(t, doc.JFR.Events)
 			}
 			for _, w := range doc.Warnings {
+				if strings.HasPrefix(w, "the pause budget") {
+					continue // dumps held back by the budget, which counts the recording's pauses: no complaint
+				}
 				assert.NotContains(t, w, "JFR")
 			}
 		})
@@ -341,7 +348,14 @@ func TestAttachJFRResourcesAcrossGCMoves(t *testing.T) {
 			} `json:"jfr"`
 		} `json:"contention_sites"`
 	}
-	code, out, errOut := run(t, "", "attach", strconv.Itoa(target.PID), "--jfr", "--jfr-threshold", "0", "--duration", "12s", "--interval", "500ms", "--format", "json")
+	code, out, errOut := run(t, "", "attach", strconv.Itoa(target.PID), "--jfr", "--jfr-threshold", "0", "--duration", "12s", "--interval", "500ms", "--format", "json",
+		// Dumps throughout the run, whatever the host's load: the premise
+		// is a monitor the dumps see at more than one address. On this
+		// small, churning heap the JVM's own collections stop it about
+		// three quarters of the time, and the time its threads take to
+		// reach those safepoints is booked against the budget with the
+		// recording's start (hsperfdata cannot tell whose they were).
+		"--pause-budget", "50")
 	require.Equal(t, 0, code, errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
 	require.Positive(t, doc.JFR.Events)
@@ -356,6 +370,9 @@ func TestAttachJFRResourcesAcrossGCMoves(t *testing.T) {
 		if l.DumpsSeen > 0 {
 			dumpClasses[l.Class] = true
 		}
+	}
+	if !moved {
+		t.Logf("summary: %s", out)
 	}
 	require.True(t, moved, "the GC moved the monitor during the run (its addresses): the test's premise")
 	for _, l := range doc.Locks {

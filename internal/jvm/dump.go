@@ -117,15 +117,7 @@ func ThreadDump(ctx context.Context, i *Info, o DumpOptions) (*DumpResult, error
 		c := before.Counters()
 		res.Before = &c
 		if after, err := i.ReadPerfData(); err == nil {
-			// The application stands still from the safepoint's start:
-			// the threads that stop first wait while the others reach it
-			// (sync time, which grows when the target's threads compete
-			// for CPUs), then for the operation itself (safepoint time).
-			// hsperfdata counts the two apart.
-			a, b := after.Counters(), before.Counters()
-			if d := a.SafepointTime - b.SafepointTime + a.SafepointSyncTime - b.SafepointSyncTime; d >= 0 {
-				res.Pause, res.PauseKnown = d, true
-			}
+			res.Pause, res.PauseKnown = PauseBetween(before.Counters(), after.Counters()), true
 		}
 	}
 	return res, nil

@@ -135,6 +135,20 @@ type Counters struct {
 	GCRunning time.Duration
 }
 
+// PauseBetween is the pause a request caused the JVM between two readings
+// of its counters. The application stands still from a safepoint's start:
+// the threads that stop first wait while the others reach it (sync time,
+// which grows when the target's threads compete for CPUs), then for the
+// operation itself (safepoint time); hsperfdata counts the two apart. The
+// collections the JVM ran meanwhile on its own are not the request's: a
+// request that lasts seconds (a JFR start on a small, churning heap) would
+// otherwise book the JVM's full GCs as ctprof's pause.
+func PauseBetween(before, after Counters) time.Duration {
+	d := after.SafepointTime - before.SafepointTime + after.SafepointSyncTime - before.SafepointSyncTime
+	d -= max(0, after.GCTime-before.GCTime)
+	return max(0, d)
+}
+
 // gcRunning reads how long the collection in progress has run. HotSpot
 // sets a collector's sun.gc.collector.<n>.lastEntryTime when a
 // collection begins and lastExitTime when it ends (TraceCollectorStats,

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctprof/ctprof/internal/jvm"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
 )
@@ -119,8 +120,8 @@ func (s *Sampler) noteJFR(snap *snapshot.Snapshot, errs []string, took time.Dura
 	}
 }
 
-// pauseOf runs a request to the JVM and returns the safepoint time, sync
-// included, the JVM spent while it ran (hsperfdata; 0 when unknown).
+// pauseOf runs a request to the JVM and returns the pause it caused
+// (jvm.PauseBetween; 0 when unknown).
 func (s *Sampler) pauseOf(request func()) time.Duration {
 	if s.jvm == nil {
 		request()
@@ -135,8 +136,7 @@ func (s *Sampler) pauseOf(request func()) time.Duration {
 	if err != nil {
 		return 0
 	}
-	a, b := after.Counters(), before.Counters()
-	return max(0, a.SafepointTime-b.SafepointTime+a.SafepointSyncTime-b.SafepointSyncTime)
+	return jvm.PauseBetween(before.Counters(), after.Counters())
 }
 
 // runWarnings are the sentences the run's end says (Warnings).
