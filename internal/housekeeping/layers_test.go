@@ -2,6 +2,9 @@ package housekeeping
 
 import (
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,31 +41,46 @@ func TestSinksAndAnalysisLinkNoInputs(t *testing.T) {
 
 // internal/cli is wiring: flags, options, help, calls and exit codes. Its
 // logic lives in packages of its own (issue 27, item 4), and this bound
-// keeps it so.
+// keeps it so. The bound is on Go code: the commands' --help texts (raw
+// string literals over several lines, about 400 lines for ten commands)
+// are the user's manual, not logic, and a new command's manual should not
+// push logic out of sight to make room for itself. Both counts are logged.
 func TestCLIStaysWiring(t *testing.T) {
-	const maxLines = 2200
+	const maxCodeLines = 2200
 	root := moduleRoot(t)
-	n, err := nonTestLines(root + "/internal/cli")
+	total, help, err := cliLines(filepath.Join(root, "internal", "cli"))
 	require.NoError(t, err)
-	assert.LessOrEqual(t, n, maxLines, "internal/cli has %d non-test lines: move logic to the package it belongs to", n)
+	t.Logf("internal/cli: %d non-test lines, %d of them --help text, %d of code", total, help, total-help)
+	assert.LessOrEqual(t, total-help, maxCodeLines, "internal/cli has %d lines of non-test Go code: move logic to the package it belongs to", total-help)
 }
 
-// nonTestLines counts the lines of the non-test Go files in dir.
-func nonTestLines(dir string) (int, error) {
+// cliLines counts the lines of the non-test Go files in dir, and of them
+// the lines inside raw string literals that span lines (help texts).
+func cliLines(dir string) (total, help int, err error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	n := 0
+	fset := token.NewFileSet()
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
 		}
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		n += bytes.Count(b, []byte("\n"))
+		total += bytes.Count(b, []byte("\n"))
+		file, err := parser.ParseFile(fset, f, b, 0)
+		if err != nil {
+			return 0, 0, err
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING && strings.HasPrefix(lit.Value, "`") {
+				help += strings.Count(lit.Value, "\n")
+			}
+			return true
+		})
 	}
-	return n, nil
+	return total, help, nil
 }
