@@ -67,13 +67,14 @@ func writeRuns(tw *textWriter, doc *Document) {
 		label string
 		ri    RunInfo
 	}{{"before", doc.Before}, {"after", doc.After}} {
-		tw.printf("%-6s %s: %s\n", r.label, termtext.Safe(r.ri.Name), describeRun(r.ri))
+		tw.printf("%-6s %s: %s\n", r.label, termtext.Safe(r.ri.Name), r.ri.Describe())
 	}
 }
 
-// describeRun says what a run holds: "5 thread dumps over 8.0 s",
-// "a JSON summary of 120 samples (live)".
-func describeRun(ri RunInfo) string {
+// Describe says what a run holds, for the text and the page alike:
+// "5 thread dumps, over 8.0 s, 40 threads", "a JSON summary, 120 samples
+// of a live run, ...".
+func (ri RunInfo) Describe() string {
 	var parts []string
 	switch ri.Kind {
 	case "summary":

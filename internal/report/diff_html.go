@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -99,7 +98,7 @@ func DiffHTML(w io.Writer, in DiffInput) error {
 	if !in.Generated.IsZero() {
 		v.Generated = in.Generated.Format("2006-01-02 15:04:05 MST")
 	}
-	v.Facts = [][2]string{{"before", doc.Before.Name + ": " + runFacts(doc.Before)}, {"after", doc.After.Name + ": " + runFacts(doc.After)}}
+	v.Facts = [][2]string{{"before", doc.Before.Name + ": " + doc.Before.Describe()}, {"after", doc.After.Name + ": " + doc.After.Describe()}}
 	for _, fg := range doc.Figures {
 		fm := fmtNumber
 		switch {
@@ -139,31 +138,6 @@ func DiffHTML(w io.Writer, in DiffInput) error {
 	}
 	_, err = w.Write(buf.Bytes())
 	return err
-}
-
-// runFacts describes a run for the page's header.
-func runFacts(ri diff.RunInfo) string {
-	var parts []string
-	switch ri.Kind {
-	case "summary":
-		parts = append(parts, "a JSON summary")
-	case "scale":
-		parts = append(parts, fmt.Sprintf("level %d of a scale run", ri.Level))
-	}
-	if ri.Live {
-		parts = append(parts, fmt.Sprintf("%d samples of a live run", ri.Samples))
-	}
-	if ri.Dumps > 0 {
-		parts = append(parts, fmt.Sprintf("%d thread dumps", ri.Dumps))
-	}
-	if ri.JFR {
-		parts = append(parts, "a JFR recording")
-	}
-	if ri.DurationSeconds > 0 {
-		parts = append(parts, (time.Duration(ri.DurationSeconds * float64(time.Second))).Round(time.Millisecond).String())
-	}
-	parts = append(parts, fmt.Sprintf("%d threads", ri.Threads))
-	return strings.Join(parts, ", ")
 }
 
 type cellFormat int

@@ -3,8 +3,6 @@ package top
 import (
 	"fmt"
 	"strings"
-
-	"github.com/charmbracelet/lipgloss"
 )
 
 // followHeader heads the view of a followed log (Options.Source): there is
@@ -26,17 +24,7 @@ func (m *Model) followHeader(w int) []string {
 	if s.LastDump != nil {
 		fmt.Fprintf(&l1, ", the last at %s", s.LastDump.Format("2006-01-02 15:04:05"))
 	}
-	flag := ""
-	switch {
-	case m.stopped != "":
-		flag = "STOPPED"
-	case m.paused:
-		flag = "PAUSED"
-	}
-	first := line(l1.String(), w-len(flag)-1)
-	if flag != "" {
-		first += strings.Repeat(" ", max(1, w-lipgloss.Width(first)-len(flag))) + flag
-	}
+	first := m.withFlag(l1.String(), w)
 	var l2 strings.Builder
 	fmt.Fprintf(&l2, "threads %d", s.Threads)
 	for _, st := range []string{"BLOCKED", "RUNNABLE", "WAITING", "TIMED_WAITING"} {

@@ -79,17 +79,7 @@ func (m *Model) header(w int) []string {
 	case s.Dumps > 1:
 		fmt.Fprintf(&l1, ", %d dumps", s.Dumps)
 	}
-	flag := ""
-	switch {
-	case m.stopped != "":
-		flag = "STOPPED"
-	case m.paused:
-		flag = "PAUSED"
-	}
-	first := line(l1.String(), w-len(flag)-1)
-	if flag != "" {
-		first += strings.Repeat(" ", max(1, w-lipgloss.Width(first)-len(flag))) + flag
-	}
+	first := m.withFlag(l1.String(), w)
 
 	var l2 strings.Builder
 	fmt.Fprintf(&l2, "threads %d", s.Threads)
@@ -389,4 +379,21 @@ func states(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%s%d", x.k, x.v)
 	}
 	return strings.Join(parts, " ")
+}
+
+// withFlag fits a header's first line into w columns with STOPPED or
+// PAUSED at its right edge when the view is stopped or paused.
+func (m *Model) withFlag(l1 string, w int) string {
+	flag := ""
+	switch {
+	case m.stopped != "":
+		flag = "STOPPED"
+	case m.paused:
+		flag = "PAUSED"
+	}
+	first := line(l1, w-len(flag)-1)
+	if flag != "" {
+		first += strings.Repeat(" ", max(1, w-lipgloss.Width(first)-len(flag))) + flag
+	}
+	return first
 }
