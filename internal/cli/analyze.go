@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"io"
 
@@ -25,66 +26,13 @@ type AnalyzeOptions struct {
 
 var outputFormats = []string{"text", "json", "folded"}
 
-const analyzeLong = `Analyze thread dumps that were already taken, and Java Flight Recorder
-recordings.
+//go:embed help/analyze-long.txt
+var analyzeLongText string
 
-Each FILE may hold one dump, a series of dumps (jcmd Thread.print run several
-times into one file, kill -3 output in a log), or be gzip-compressed; several
-FILEs are read in the order given and treated as one series. Use - to read
-standard input.
+var analyzeLong = analyzeLongText + outputFlagsHelp
 
-Formats read: HotSpot text from jstack, jcmd <pid> Thread.print (with or
-without -l) and kill -3 (JDK 6 to 25, embedded in other log lines or not),
-jcmd <pid> Thread.dump_to_file in text and JSON (JDK 21+), and OpenJ9/IBM
-javacore files. UTF-16 with a byte order mark and CRLF line endings are fine.
-
-JFR recordings (.jfr, also gzipped, from -XX:StartFlightRecording, jcmd
-JFR.dump or async-profiler; told apart by content) give exact waits: every
-jdk.JavaMonitorEnter, jdk.JavaMonitorWait, jdk.ThreadPark and
-jdk.VirtualThreadPinned event becomes a wait on its lock, with its duration,
-the previous owner of a monitor or the notifier of a wait(); each lock then
-says how often threads waited, how long in all, p50/p99/max and behind whom.
-Thread dumps in the recording (jdk.ThreadDump) join the lock table, GC pauses
-(jdk.GarbageCollection) the timeline. Record the lock events with a threshold
-of 0 ms (or a small one) to see every wait.
-
-The text report leads with findings (deadlocks, lock hotspots, stuck threads),
-then the lock table (each lock, its owner and the frame the owner runs, its
-waiters and the first application frame they wait in), deadlocks, thread pools
-(names with digits replaced by N), groups of identical stacks, and for a
-series the busiest threads by cpu= deltas and threads stuck in one frame.
-
---format json prints the same as a stable document for scripts (docs/json.md);
---format folded prints collapsed stacks (root first) for flamegraph.pl and
-speedscope.
-
-Owners of java.util.concurrent locks only appear in dumps taken with -l
-(jcmd <pid> Thread.print -l, jstack -l).
-
---follow reads one log that is still being written (kill -3 into a JVM's
-stdout): what it holds, then what is appended, like tail -F. A new file at
-the path (rotation) is read from its start once the old one is read to its
-end; a file cut below what was read (truncation) is read again from its
-start; - follows standard input (tail -F app.log, kubectl logs -f). Each
-dump shows a second or two after the JVM wrote it (a quiet second after its
-trailer: HotSpot prints a deadlock report right after it) with what it
-changed: its time, the findings that appeared or went away, and the
-resources threads wait on in it, most waiters first. --format json writes
-one JSON object per dump instead, one per line (docs/json.md). Ctrl-C
-(SIGINT) or SIGTERM ends it with exit code 0, the summary of every dump
-seen and the files below; a followed pipe ends the same way when it closes.
-Memory stays that of one dump and the summary, however long it runs.
-
-` + outputFlagsHelp
-
-const analyzeExample = `  ctprof analyze dump.txt
-  jcmd 4242 Thread.print -l | ctprof analyze -
-  ctprof analyze --format json dump1.txt dump2.txt dump3.txt
-  ctprof analyze --format folded app.log.gz > stacks.folded
-  ctprof analyze --html report.html --pprof blocked.pb.gz series.txt
-  ctprof analyze --format json recording.jfr
-  ctprof analyze --follow --html incident.html app.log   # Ctrl-C: summary and report
-  kubectl logs -f my-pod | ctprof analyze --follow --format json -`
+//go:embed help/analyze-example.txt
+var analyzeExample string
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdAnalyze(io, nil) }) }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -52,44 +53,10 @@ type AttachOptions struct {
 	Out      outputFiles
 }
 
-const attachLong = `Attach to a running process and sample its threads until --duration,
---count, the target's exit, or Ctrl-C; then print a summary. A target that
-execs another program (or whose pid a new process takes) ends the run too:
-the summary covers the program ctprof attached to, and says so.
+//go:embed help/attach-long.txt
+var attachLongText string
 
-Every --interval ctprof reads /proc/<pid>/task/* (state, CPU, voluntary and
-involuntary context switches, run-queue wait, scheduling policy, priority and
-affinity, wait channel, and the system call a thread is blocked in), the
-target's established TCP connections, and the host's context-switch rate.
-In a process of 1,000 threads or more, a thread that stayed idle on its last
-two reads is read every fourth interval (its counters stay exact; what it did
-meanwhile shows up to three intervals late), and the last sample reads every
-thread. A single sample (--count 1) has no rates: it reads what one sample
-can use (each thread's stat and affinity), and to give its answer sooner its
-Go heap may grow to 5x the live data, within 256 MB, before it is collected.
-Native threads blocked in futex(2) on one address are grouped and the address
-is named from the ELF symbols of the target's binaries, so a contended
-pthread mutex shows as "N threads wait on futex contended_mutex (app+0x4040)";
-threads of an idle pool waiting on a condition variable are reported apart,
-as waiting, not as contention.
-
-It works for any Linux process. For a HotSpot JVM it also takes thread dumps
-over the JVM's attach protocol (no JDK needed where ctprof runs) and reads
-its hsperfdata counters: Java lock hotspots (the monitor, where threads wait,
-what the owner runs), Java thread states, and each Java thread joined with its
-OS thread (CPU, context switches, run-queue wait). A dump stops the JVM at a
-safepoint for a moment; ctprof measures that pause (the wait for the JVM's
-threads to reach the safepoint included) and spaces the dumps so that all the
-pauses it causes, --jfr's included, stay under --pause-budget of the JVM's
-time (0.5 % by default); it reports the pause, and says when the budget
-allowed fewer dumps than the samples asked for. A run that got no dump, no
-Flight Recorder data with --jfr, or fewer than half the samples asked for
-says so in the summary's warnings, with the reason. --dump-mode file uses
-Thread.dump_to_file (JDK 21+: no global safepoint, virtual threads included,
-but no join with OS threads). --locks adds the owners of
-java.util.concurrent locks (a heap scan at the safepoint).
-
-` + jfrFlagsHelp + `
+var attachLong = attachLongText + jfrFlagsHelp + `
 
 Reading another user's process needs root or that user, and the system call
 a thread is blocked in (so futex hotspots) needs ptrace rights over it
@@ -109,15 +76,8 @@ watches several processes). A bare port (9901) listens on 127.0.0.1 only;
 ` + outputFlagsHelp + `
 They are written when sampling ends, also after Ctrl-C or the target's exit.`
 
-const attachExample = `  ctprof attach 4242                       # until Ctrl-C
-  ctprof attach 4242 --duration 30s --format json > run.json
-  ctprof attach --name 'market-?data' --interval 500ms --count 20
-  ctprof attach 4242 --locks --dump-interval 10s   # JVM: j.u.c. owners, a dump every 10 s at most
-  ctprof attach 4242 --jfr --duration 2m   # JVM: exact lock waits from Flight Recorder too
-  ctprof attach 4242 --port 8080           # count only clients of port 8080
-  ctprof attach 4242 --listen 127.0.0.1:9901   # and serve /metrics meanwhile
-  ctprof attach 4242 --duration 1h --record run.ctprof   # replay later: ctprof report run.ctprof
-  ctprof attach 4242 --duration 2m --html contention.html --pprof contention.pb.gz`
+//go:embed help/attach-example.txt
+var attachExample string
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdAttach(io, nil) }) }
 

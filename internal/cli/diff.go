@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"io"
 	"time"
@@ -26,66 +27,11 @@ type DiffOptions struct {
 	BeforeThroughput, AfterThroughput *float64
 }
 
-const diffLong = `Compare two runs of one program: a load test before a change and the same
-load test after it. What changed, and by how much.
+//go:embed help/diff-long.txt
+var diffLong string
 
-BEFORE and AFTER are each anything ctprof reads:
-  - thread dumps (a file of one or more, gzipped or not, or a directory whose
-    files are read in name order as one series), .jfr recordings,
-    recordings of ctprof attach --record;
-  - a JSON summary ctprof wrote (analyze, attach or report --format json);
-  - a ctprof scale --format json document (its highest level, or --level N;
-    the level's throughput comes with it).
-ctprof tells them apart by content. Use - for standard input (one side only).
-
-Each run is analysed on its own, as ctprof analyze or report would, and the
-two are joined:
-  - findings that went away, appeared, or stayed (with their severity then
-    and now);
-  - the process: throughput, threads waiting on resources on average and the
-    thread-seconds they waited, JFR wait totals, threads, CPU, run-queue wait,
-    context-switch rates, threads per connection;
-  - per resource (a class waited for at one call site, over all its
-    instances, matched by class and wait site, never by address): average
-    and peak waiters, share of dumps with a waiter, thread-seconds, and with
-    JFR the waits recorded, their total and p99; a resource only one run has
-    is marked APPEARED or GONE;
-  - per thread pool: threads, and for live runs CPU and context switches.
-Every figure reads before → after, the change, and where the direction is
-clear (fewer waiters, more throughput) better or worse.
-
-Throughput comes from a scale level, or from you: --before-throughput and
---after-throughput take the load test's own figure (requests/s, ops/s).
-
---format json prints the comparison as a document for scripts (docs/json.md,
-"ctprof diff"). --html FILE writes a self-contained page: the figures side
-by side, both runs' findings and resources, and a differential flame graph
-(the after run's stacks, each frame red where its share of the threads grew
-and blue where it shrank; a second view shows the before run the same way).
-The flame graph needs stacks on both sides: a JSON summary has none.
-
-Average waiters and shares compare runs of different lengths; thread-seconds
-and recorded totals grow with a run's length (diff notes it when the lengths
-differ). docs/diff.md walks through the workflow on a real run.
-
-Exit codes: 0 compared; 1 a run cannot be read (the message says before: or
-after:) or the page cannot be written; 2 usage error.`
-
-const diffExample = `  # Record a load test, change one thing, record again, compare
-  ctprof attach $PID --duration 2m --record before.ctprof
-  ctprof attach $PID --duration 2m --record after.ctprof
-  ctprof diff before.ctprof after.ctprof
-
-  # Dumps taken with jcmd, one directory per run
-  for i in 1 2 3; do jcmd $PID Thread.print -l > before/$i.txt; sleep 5; done
-  ctprof diff before/ after/
-
-  # Summaries kept from earlier runs, with the load test's throughput
-  ctprof diff --before-throughput 1180 --after-throughput 2310 mon.json fri.json
-
-  # An HTML page with a differential flame graph, and JSON for CI
-  ctprof diff --html diff.html before.ctprof after.ctprof
-  ctprof diff -f json before.jfr after.jfr | jq '.resources[0].avg_waiters'`
+//go:embed help/diff-example.txt
+var diffExample string
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdDiff(io, nil) }) }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	_ "embed"
 	"fmt"
 	"io"
 	"time"
@@ -20,54 +21,11 @@ type FitOptions struct {
 	HTML   string // also write an HTML page with the chart
 }
 
-const fitLong = `Fit Amdahl's law and the Universal Scalability Law (USL) to throughput
-measured at several levels of concurrency, and say what limits scaling.
+//go:embed help/fit-long.txt
+var fitLong string
 
-  Amdahl: X(N) = λN / (1 + σ(N−1))
-  USL:    X(N) = λN / (1 + σ(N−1) + κN(N−1))
-
-N is what you varied: CPUs, client threads, connected users. X is the
-throughput measured there, in any unit (requests/s, transactions/min).
-
-σ, contention: the share of the work that runs one at a time (a lock, a
-single queue, one disk). σ = 0.05 means 5 % of the work is serialized, and
-throughput never exceeds λ/σ, 20 times that of one unit, however large N
-gets.
-
-κ, coherency (USL only): the cost of keeping shared state consistent
-between the N parties (cache lines moving between CPUs, cross-talk). It
-grows with N², so throughput peaks at N* = sqrt((1−σ)/κ) and falls after
-it: beyond N*, adding capacity makes things worse.
-
-λ: the throughput of one unit of concurrency.
-
-What bounds throughput: σ alone would cap it at λ/σ, κ alone at about
-λ/(2√κ); ctprof names the term with the lower cap. ± is one standard
-error; R² is the share of the variance the model explains (1 is perfect).
-Warnings say when to trust a fit less: a narrow range, a parameter stuck at
-0, a peak far beyond the data, a poor fit, a point far from the curve.
-
-Collecting the points:
-  - measure steady state: warm up, then count completed work over a fixed
-    time (30 s or more) at each level, changing nothing else between runs;
-  - use at least 4 distinct N for the USL (2 for Amdahl), over a wide range
-    (the largest at least 4 times the smallest), and past the peak if
-    there is one: 1, 2, 4, 8, 16, 32…;
-  - repeat levels to see the noise: several lines with the same N are fine.
-ctprof scale runs such an experiment for you and shows which lock grows.
-
-FILE holds one measurement per line: concurrency, then throughput,
-separated by a comma, semicolon, tab or spaces. A header line, blank lines
-and comments (from # to the end of the line) are skipped. FILE - reads
-standard input. --format json prints usl, amdahl, points and warnings
-(docs/usl.md).`
-
-const fitExample = `  # SPEC SDM91 on a 16-CPU server: simulated users, scripts per hour
-  printf 'users,throughput\n1,65\n18,996\n36,1652\n72,1853\n108,1829\n144,1775\n216,1702\n' | ctprof fit -
-
-  ctprof fit measurements.csv
-  ctprof fit --format json measurements.csv | jq '.usl.peak_concurrency'
-  ctprof fit --html fit.html measurements.csv   # measured points and both curves`
+//go:embed help/fit-example.txt
+var fitExample string
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdFit(io, nil) }) }
 

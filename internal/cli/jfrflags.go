@@ -1,6 +1,7 @@
 package cli
 
 import (
+	_ "embed"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -19,19 +20,8 @@ type jfrFlags struct {
 	set      func(name string) bool
 }
 
-const jfrFlagsHelp = `JVMs: --jfr also records the JVM's lock waits with Java Flight Recorder
-(JDK 11+): monitor enters, Object.wait, parks, virtual-thread pinning and GC,
-each with its exact duration, stack and the thread that held the lock before.
-ctprof starts a recording named ctprof-<its pid>-<n> over the attach socket
-(no jcmd), with only those events and waits of at least --jfr-threshold, reads
-its new data every 5 s (a dump into a private directory in the JVM's /tmp,
-removed after reading) and stops it when the run ends, also after Ctrl-C. The
-recording is bounded (2 minutes, 32 MB) and renewed while ctprof runs, so if
-ctprof is killed it ends by itself within 2 minutes (or the run's --duration
-and 30 s, if shorter) and writes no file; the next ctprof that records the
-JVM removes the private directory a killed one left. A recording of the JVM's own (a
-user's) at a lower threshold makes the JVM record shorter waits for both:
-ctprof leaves those out, and says so once.`
+//go:embed help/jfr-flags-help.txt
+var jfrFlagsHelp string
 
 func (j *jfrFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&j.Enabled, "jfr", false, "JVMs: also record exact lock waits with Java Flight Recorder (JDK 11+)")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	_ "embed"
 	"errors"
 	"io"
 
@@ -15,24 +16,8 @@ import (
 // them, so every mode writes the same files from the same Aggregator.
 type outputFiles outfile.Files
 
-const outputFlagsHelp = `Files besides the summary (any combination):
-  --html FILE        one self-contained HTML report (no request leaves it):
-                     findings, a flame graph of the sampled stacks (click to
-                     zoom; all, blocked, waiting, runnable, one lock's
-                     waiters; with a JFR recording, waits by wait time),
-                     the lock table, wait-duration histograms (JFR),
-                     timelines, pools, the busiest threads and a graph of
-                     deadlocks
-  --pprof FILE       profile.proto (gzipped) for go tool pprof: thread samples
-                     and estimated blocked time, labels state and thread
-                     (the thread name with digits as N, its pool); with a
-                     JFR recording also contentions and delay, the exact
-                     waits, as Go's mutex profile (-sample_index=delay)
-  --folded FILE      collapsed stacks, root first (flamegraph.pl, inferno)
-  --speedscope FILE  a speedscope profile (all threads, blocked threads)
-Each is written whole or not at all (a temporary file renamed into place).
-None may be an input, the recording or another output, under any name (a
-run that would replace one is refused with exit code 2 before any work).`
+//go:embed help/output-flags-help.txt
+var outputFlagsHelp string
 
 func (o *outputFiles) register(f *pflag.FlagSet) {
 	f.StringVar(&o.HTML, "html", "", "write a self-contained HTML report to this file")

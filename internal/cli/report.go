@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -20,22 +21,13 @@ type ReportOptions struct {
 	Out    outputFiles
 }
 
-const reportLong = `Replay a recording made with ctprof attach --record and print the summary the
-live run would have printed (the same Aggregator computes it).
+//go:embed help/report-long.txt
+var reportLongText string
 
-A recording keeps every sample of a run: each thread's state and counters,
-futex waits, connections, host context, JVM counters and the raw thread
-dumps. It is written frame by frame as the run goes, so a run that was killed
-still replays up to its last complete sample (ctprof says where it was cut).
-Size: about 11 bytes per thread per sample (a 4,000-thread process sampled
-once a second for an hour is about 160 MB); see docs/recording.md.
+var reportLong = reportLongText + outputFlagsHelp
 
-` + outputFlagsHelp
-
-const reportExample = `  ctprof attach 4242 --duration 10m --record run.ctprof
-  ctprof report run.ctprof
-  ctprof report --html run.html run.ctprof
-  ctprof report --format json run.ctprof | jq '.findings[].summary'`
+//go:embed help/report-example.txt
+var reportExample string
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdReport(io, nil) }) }
 

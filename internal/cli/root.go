@@ -4,6 +4,7 @@
 package cli
 
 import (
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -57,44 +58,11 @@ type silentError struct{ code int }
 
 func (s silentError) Error() string { return fmt.Sprintf("exit %d", s.code) }
 
-const rootLong = `ctprof finds out why a Java or native Linux server does not scale: which
-locks its threads queue on, which frames they wait in and what the owner does
-meanwhile, how its threads group into pools, and which threads are stuck.
+//go:embed help/root-long.txt
+var rootLong string
 
-It works three ways, all through the same analysis:
-  attach   sample a live process (/proc per thread, futex waits, connections,
-           and for a JVM thread dumps over the attach protocol, with --jfr
-           exact lock waits from Flight Recorder; no JDK needed)
-  analyze  read thread dumps people already have (jstack, jcmd Thread.print,
-           kill -3 in a log, Thread.dump_to_file, OpenJ9 javacores) and
-           JFR recordings (.jfr)
-  report   replay a recording made with attach --record
-  diff     compare two runs, before and after a change
-and answers in plain words (findings first), JSON for scripts, an offline
-HTML report with a flame graph (--html), and pprof, folded and speedscope
-profiles. top is a live terminal view of one process; serve exports
-Prometheus metrics of live processes; fit and scale fit Amdahl's law and
-the Universal Scalability Law to throughput measurements; ps lists
-processes worth profiling.
-
-Exit codes: 0 success, 1 failure (unreadable input, target gone, file not
-written), 2 usage error (unknown flag, bad argument).`
-
-const rootExample = `  # Watch a running server for a minute; summary, then an HTML report
-  ctprof attach 4242 --duration 1m --html report.html
-
-  # What is wrong in this dump?
-  ctprof analyze dump.txt
-
-  # A series of dumps taken 10 s apart: CPU per thread, stuck threads
-  for i in 1 2 3; do jcmd $PID Thread.print -l >> series.txt; sleep 10; done
-  ctprof analyze series.txt
-
-  # For scripts and CI
-  ctprof analyze --format json dump.txt | jq '.locks[0]'
-
-  # A flame graph of where threads are
-  ctprof analyze --format folded dump.txt | flamegraph.pl > threads.svg`
+//go:embed help/root-example.txt
+var rootExample string
 
 // NewRootCmd builds the command tree.
 func NewRootCmd(io IO) *cobra.Command {

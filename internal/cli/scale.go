@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"io"
 	"os"
@@ -35,39 +36,11 @@ type ScaleOptions struct {
 	JVM         jvmFlags
 }
 
-const scaleLong = `Run a workload at several CPU counts (or concurrency levels), measure its
-throughput at each, profile it meanwhile, and fit Amdahl's law and the
-Universal Scalability Law: how much faster does it get with more CPUs, and
-which lock stops it?
+//go:embed help/scale-long.txt
+var scaleLong string
 
-For each level ctprof starts the command bound to that many CPUs (the first
-N of those ctprof may use; the affinity is set before the workload's first
-instruction), waits --warmup, then for --measure reads its throughput and
-samples it as ctprof attach does (JVMs included), then stops it (SIGTERM,
-then SIGKILL). A level is disturbed when other processes took more than
-15 % of its CPUs while the workload's threads queued for a CPU more than
-10 % of the time: with --retries N such levels run again, up to N more
-times, after each pass over all levels, and keep the least disturbed
-measurement. It prints throughput normalised to the first level, both fits
-(see ctprof fit --help), and for every lock the share of samples in which a
-thread queued on it at each level: the lock that grows with the CPUs stands
-out.
-
-Throughput comes from the workload's own output (--throughput-regex: the
-first group, or the match, of every matching line printed during the
-measurement, averaged) or from a Prometheus counter it serves
-(--throughput-metric URL#name: its rate over the measurement).
-
-With --vary concurrency the CPUs stay as they are and the level is the
-workload's concurrency instead, as in load tests that step up users: every
-{n} in the command is replaced by the level, and CTPROF_CONCURRENCY=n is in
-its environment. The command should exec the workload itself (not a shell
-script that forks it), since ctprof profiles the process it starts.`
-
-const scaleExample = `  ctprof scale --cpus 1,2,4 --throughput-regex 'throughput (\d+) ops/s' -- java -cp app.jar Bench
-  ctprof scale --vary concurrency --concurrency 1,2,4,8,16 \
-      --throughput-metric http://127.0.0.1:8080/metrics#requests_total -- ./server --workers {n}
-  ctprof scale --format json --throughput-regex 'rps=([0-9.]+)' -- ./bench > scaling.json`
+//go:embed help/scale-example.txt
+var scaleExample string
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdScale(io, nil) }) }
 

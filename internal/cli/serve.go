@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -39,45 +40,17 @@ type ServeOptions struct {
 	onListen func(addr string)
 }
 
-const serveLong = `Serve Prometheus metrics for one or more live processes until Ctrl-C.
+//go:embed help/serve-long.txt
+var serveLongText string
 
-Each target gets its own sampler (every --interval, as ctprof attach) and its
-own statistics; /metrics formats them at every scrape: threads by state and
-by pool, lock hotspots (top --top locks by blocked thread-seconds, plus
-"other"), context switches, run-queue wait, connections and threads per
-connection. JVMs are also dumped over the attach protocol and their
-hsperfdata counters read, as ctprof attach does: Java thread states, Java lock
-names and the pause ctprof causes (kept under --pause-budget). The metrics are documented in docs/prometheus.md; a Grafana dashboard is in
-deploy/grafana/ctprof-dashboard.json.
-
-Targets:
-  --pid N       this process (repeatable); when it exits, ctprof_up{pid="N"}
-                becomes 0 and stays 0 (a reused pid is another program)
-  --name REGEX  every process whose name or command line matches
-  --java        every JVM on the host
-
-Processes matching --name or --java that start later are picked up, and
-those that exit are dropped, without a restart (ctprof looks again every
---discovery-interval). ctprof never stops or kills a target. It reads /proc;
-for a JVM it also starts the JVM's attach listener the way jcmd does (a
-.attach_pid file and SIGQUIT, sent only to a JVM that handles it) and asks for
-thread dumps, each a short safepoint pause, kept under --pause-budget.
-
-ctprof listens on 127.0.0.1:9901 unless told otherwise: --listen :9901
-listens on every interface. --web.config.file takes a Prometheus
-exporter-toolkit web configuration (TLS certificates, basic auth users with
-bcrypt hashes), as node_exporter does.
-
-` + jfrFlagsHelp + ` Each JVM target gets its own recording.
+var serveLong = serveLongText + jfrFlagsHelp + ` Each JVM target gets its own recording.
 
 Reading another user's process needs root or that user (and for the system
 calls threads are blocked in, CAP_SYS_PTRACE); see docs/prometheus.md for
 systemd and Kubernetes setups.`
 
-const serveExample = `  ctprof serve --pid 4242
-  ctprof serve --java --listen :9901
-  ctprof serve --name 'market-?data' --discovery-interval 2s
-  ctprof serve --pid 4242 --pid 4343 --web.config.file /etc/ctprof/web.yml`
+//go:embed help/serve-example.txt
+var serveExample string
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdServe(io, nil) }) }
 

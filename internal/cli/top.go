@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"io"
 	"os"
@@ -40,41 +41,11 @@ type TopOptions struct {
 	Follow string
 }
 
-const topLong = `A full-screen live view of a running process, refreshed every --interval,
-fed by the same sampling and analysis as attach:
+//go:embed help/top-long.txt
+var topLong string
 
-  header   the target, how long ctprof has watched, threads (and per
-           connection), CPU used against the CPUs allowed, context switches
-           per second (voluntary, involuntary, host), run-queue wait, and the
-           pause ctprof's thread dumps cost a JVM
-  findings the current conclusions, worst first, one line each
-  locks    the hottest waits: kind, class, waiters now and on average,
-           owner, the frame where threads wait; with --jfr also the time
-           threads waited on each lock and its p99 wait, exact, from the
-           JVM's Flight Recorder (s sorts by it)
-  pools    threads, states, CPU and switches per second
-  threads  the busiest threads (top -H) with their Java names and states
-
-Keys: ↑/↓ or j/k move, Tab switches panes, Enter opens the selected lock
-(its owner's frames and stack, the waiters' sites) or thread (its stack and
-counters) and Esc closes it, s changes the sort of the pane, p pauses the
-screen (sampling goes on), r writes the HTML report of the run so far, q or
-Ctrl-C quits with exit code 0 and prints the summary, as attach does.
-
-Works in 80x24 and larger; without colour when NO_COLOR is set or the
-terminal has none. It needs a terminal: for scripts, pipes and files use
-ctprof attach.
-
---follow FILE shows a log of thread dumps that is still being written (kill
--3 into a JVM's stdout) instead of a process, read as analyze --follow reads
-it (rotation and truncation handled like tail -F; - is standard input, with
-the keys read from the terminal): the view refreshes at each dump the log
-completes, a second or two after the JVM wrote it.`
-
-const topExample = `  ctprof top 4242
-  ctprof top --name 'market-?data' --interval 2s
-  ctprof top 4242 --locks --html incident.html   # r writes incident.html
-  ctprof top --follow app.log                    # a JVM's log of kill -3 dumps`
+//go:embed help/top-example.txt
+var topExample string
 
 func init() { register(func(io IO) *cobra.Command { return NewCmdTop(io, nil) }) }
 

@@ -39,19 +39,17 @@ func TestSinksAndAnalysisLinkNoInputs(t *testing.T) {
 	}
 }
 
-// internal/cli is wiring: flags, options, help, calls and exit codes. Its
-// logic lives in packages of its own (issue 27, item 4), and this bound
-// keeps it so. The bound is on Go code: the commands' --help texts (raw
-// string literals over several lines, about 400 lines for ten commands)
-// are the user's manual, not logic, and a new command's manual should not
-// push logic out of sight to make room for itself. Both counts are logged.
+// internal/cli is wiring: flags, options, calls and exit codes. Its logic
+// lives in packages of its own (issue 27, item 4), and this bound keeps it
+// so. The commands' manuals (--help and examples) are prose in help/*.txt,
+// embedded, and not counted.
 func TestCLIStaysWiring(t *testing.T) {
-	const maxCodeLines = 2200
+	const maxLines = 2200
 	root := moduleRoot(t)
 	total, help, err := cliLines(filepath.Join(root, "internal", "cli"))
 	require.NoError(t, err)
-	t.Logf("internal/cli: %d non-test lines, %d of them --help text, %d of code", total, help, total-help)
-	assert.LessOrEqual(t, total-help, maxCodeLines, "internal/cli has %d lines of non-test Go code: move logic to the package it belongs to", total-help)
+	t.Logf("internal/cli: %d non-test lines of Go, %d of them in multi-line string literals", total, help)
+	assert.LessOrEqual(t, total, maxLines, "internal/cli has %d non-test lines: move logic to the package it belongs to", total)
 }
 
 // cliLines counts the lines of the non-test Go files in dir, and of them
