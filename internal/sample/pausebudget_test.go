@@ -175,3 +175,43 @@ func dumpSafepointsLogged(t *testing.T, path string) (time.Duration, int) {
 }
 
 var dumpSafepointLine = regexp.MustCompile(`Safepoint "(?:PrintThreads|PrintJNI|FindDeadlocks)",.* Total: (\d+) ns`)
+
+// On a host whose CPUs other processes keep busy, --jfr at its defaults
+// still records the contended lock's waits, the run ends when --duration
+// says (not when a slow recording lets it), and the waits land on the
+// lock's resource (issue 28: a loaded run once took 36 s for 20 and
+// printed no JFR data and no warning).
+func TestJFROnALoadedHostYieldsTheLocksWaits(t *testing.T) {
+	p := testjvm.StartWith(t, testjvm.JDK17(t), "LockContention", testjvm.Options{}, "8")
+	load := testnative.Start(t, "spinners", "4")
+	defer load.Stop()
+
+	const duration = 20 * time.Second
+	s, err := NewSampler(Options{PID: p.PID, Interval: 500 * time.Millisecond, Duration: duration,
+		JVM: JVMOptions{JFR: JFRLiveOptions{Enabled: true, Threshold: jvm.DefaultJFRThreshold}}})
+	require.NoError(t, err)
+	defer s.Close()
+	agg := analysis.New()
+	start := time.Now()
+	_, err = agg.Drain(context.Background(), s, nil)
+	took := time.Since(start)
+	require.NoError(t, err)
+	// The tolerance: the last tick's final read of the recording, bounded
+	// by the request deadline, and a loaded host's slow last sweep.
+	assert.Less(t, took, duration+7*time.Second, "the run kept --duration")
+
+	sum := agg.Summary()
+	require.NotNil(t, sum.JFR, "the recording's waits reached the summary; warnings: %v", sum.Warnings)
+	assert.Positive(t, sum.JFR.Events)
+	var lockWaits int64
+	for _, cs := range sum.ContentionSites {
+		if strings.Contains(cs.Class, "ReentrantLock") && cs.JFR != nil {
+			lockWaits += cs.JFR.Events
+		}
+	}
+	assert.Positive(t, lockWaits, "the ReentrantLock's resource carries the recorded waits; resources: %+v", sum.ContentionSites)
+	for _, w := range sum.Warnings {
+		assert.NotContains(t, w, "no Flight Recorder data")
+	}
+	t.Logf("%s for a %s run: %d JFR waits, %d on the lock; %d samples", took.Round(time.Millisecond), duration, sum.JFR.Events, lockWaits, sum.Samples)
+}
