@@ -6,8 +6,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-
-	"golang.org/x/sys/unix"
 )
 
 // LockHolder is what a glibc lock's own memory says of it: which thread
@@ -125,34 +123,10 @@ func (r *MemReader) Close() error {
 // read returns n bytes at addr, or false when they cannot be read (an
 // unmapped address, a process gone, no permission).
 func (r *MemReader) read(addr uint64, n int) ([]byte, bool) {
-	if r.file == nil {
-		if r.denied || r.failed {
-			return nil, false
-		}
-		f, err := os.Open(r.fs.pidPath(r.pid, "mem"))
-		if err != nil {
-			if errors.Is(err, os.ErrPermission) {
-				r.denied = true
-			} else {
-				r.failed = true
-			}
-			return nil, false
-		}
-		r.file = f
-	}
-	if addr > 1<<63 || n > len(r.buf) {
+	if n > len(r.buf) || !r.ReadStack(addr, r.buf[:n]) {
 		return nil, false
 	}
-	b := r.buf[:n]
-	got, err := unix.Pread(int(r.file.Fd()), b, int64(addr))
-	if err != nil || got != n {
-		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-			r.denied = true
-			r.Close()
-		}
-		return nil, false
-	}
-	return b, true
+	return r.buf[:n], true
 }
 
 // FillHolders reads, for each futex the threads queue on, what its lock

@@ -49,6 +49,10 @@ type Thread struct {
 	// of /proc/<tid>/syscall); zero otherwise. The stack pointer tells
 	// which thread's stack a futex lies on.
 	SyscallSP, SyscallPC uint64
+	// Stack is the thread's user stack, innermost frame first, unwound
+	// from SyscallPC and SyscallSP while it is blocked in a system call
+	// (Unwinder); nil when not unwound.
+	Stack []StackFrame
 }
 
 // Markers of Thread.Syscall.
