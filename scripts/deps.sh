@@ -22,6 +22,9 @@ need openssl openssl     # checks the fetched ECharts' integrity
 need mvn maven           # make javalibs fetches the pinned third-party jars with Maven
 need taskset util-linux  # the one-CPU test of ctprof scale
 need prometheus-process-exporter prometheus-process-exporter # the comparison benchmark of internal/metrics
+need gdb gdb               # the native stack tests take the truth from gdb -batch
+need memcached memcached   # a real multi-threaded server from Debian, profiled under load
+need c++ g++               # the C++ test programs (std::mutex)
 [ -x "$JDK17_HOME/bin/javac" ] && [ -x "$JDK17_HOME/bin/jcmd" ] || missing_pkgs+=(openjdk-17-jdk-headless)
 
 if [ ${#missing_pkgs[@]} -gt 0 ]; then
@@ -40,3 +43,11 @@ if [ ! -x "$JDK25_HOME/bin/javac" ] || [ ! -x "$JDK25_HOME/bin/jcmd" ]; then
 	exit 1
 fi
 echo "deps: go $(go env GOVERSION), JDK 17 at $JDK17_HOME, JDK 25 at $JDK25_HOME, $(cc --version | head -1)"
+
+# The exact futex waits (attach --exact-waits) read the kernel's syscall
+# tracepoints, whose ids live in tracefs: mount it where the kernel
+# expects it when it is not mounted (root only; the tests that need it say
+# so when it is missing).
+if [ "$(id -u)" = 0 ] && [ -d /sys/kernel/tracing ] && [ ! -e /sys/kernel/tracing/events ]; then
+	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null && echo "deps: mounted tracefs at /sys/kernel/tracing" || echo "deps: could not mount tracefs at /sys/kernel/tracing (exact futex waits are unavailable)" >&2
+fi
