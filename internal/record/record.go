@@ -32,9 +32,10 @@ import (
 // version 3 the waits and GC pauses a JVM recorded (JFR, attach --jfr);
 // version 4 the host's CPU time, its biggest CPU consumers and the
 // target's cgroup quotas (hostcpu.go); version 5 what each futex's lock
-// said of its holder (holder.go).
+// said of its holder (holder.go); version 6 the native user stacks of
+// the threads blocked in a system call (stack.go).
 // Older files are still read (what they lack reads as zero or empty).
-const FormatVersion = 5
+const FormatVersion = 6
 
 // Magic starts every recording; the version byte follows it.
 const Magic = "CTPROF-RECORDING\n"

@@ -66,6 +66,9 @@ func encodeSnapshot(e *encoder, s *snapshot.Snapshot, prev threadState, key bool
 		for _, a := range t.SyscallArgs {
 			e.uvarint(a)
 		}
+		if e.version >= 6 {
+			encodeStack(e, t.Stack, p.Stack, known)
+		}
 		next[t.TID] = *t
 	}
 
@@ -339,6 +342,9 @@ func decodeThreads(d *decoder, s *snapshot.Snapshot, prev threadState, key bool)
 		t.Syscall = d.int()
 		for k := range t.SyscallArgs {
 			t.SyscallArgs[k] = d.uvarint()
+		}
+		if d.version >= 6 {
+			t.Stack = decodeStack(d, p.Stack, known)
 		}
 		s.Threads = append(s.Threads, t)
 		next[t.TID] = t

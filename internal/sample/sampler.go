@@ -149,6 +149,8 @@ type Sampler struct {
 	// hang is what the sampler knows of a target that does not answer
 	// (hung.go).
 	hang hangState
+	// stacks unwinds the native stacks of blocked threads (stacks.go).
+	stacks stackState
 }
 
 // NewSampler checks the target and opens what the sweep keeps open. It
@@ -280,7 +282,11 @@ func (s *Sampler) Target() snapshot.Target { return s.target }
 // Close stops a JFR recording Run left (Run stops its own) and releases
 // the open task directory and maps.
 func (s *Sampler) Close() error {
-	return errors.Join(s.stopJFR(), s.threads.Close(), s.sym.Close(), s.mem.Close())
+	var unwinder error
+	if s.stacks.unwinder != nil {
+		unwinder = s.stacks.unwinder.Close()
+	}
+	return errors.Join(s.stopJFR(), s.threads.Close(), s.sym.Close(), s.mem.Close(), unwinder)
 }
 
 // Take takes one snapshot. It returns an error wrapping
@@ -380,6 +386,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 		snap.Futexes = s.jvmProgramFutexes(snap.Futexes, threads, func() bool { return snap.NoAnswer != nil || s.safepointDuringTick(snap) })
 	}
 	s.mem.FillHolders(snap.Futexes, threads)
+	s.unwindStacks(threads, snap.Futexes)
 
 	nerr, jfrStart := len(snap.Errors), time.Now()
 	s.takeJFR(ctx, snap)

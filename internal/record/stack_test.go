@@ -1,0 +1,70 @@
+package record
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/snapshot"
+)
+
+// Version 6 keeps the native stacks of blocked threads, across keyframes
+// and delta frames, a stack that did not change as well as one that did;
+// a version 5 file reads without them.
+func TestStacksRoundTripAndVersion5(t *testing.T) {
+	wait := []procfs.StackFrame{
+		{PC: 0x7f0000001234, Module: "libc.so.6", Function: "__lll_lock_wait", Offset: 0x34},
+		{PC: 0x7f0000005678, Module: "libc.so.6", Function: "pthread_mutex_lock", Offset: 0x1a8},
+		{PC: 0x55550000abcd, Module: "server", Function: "post_entry", Offset: 0x2d},
+		{PC: 0x55550000bcde, Module: "server", Offset: 0x1bcde},
+	}
+	other := []procfs.StackFrame{{PC: 0x7f0000009999, Module: "libc.so.6", Function: "epoll_wait", Offset: 0x9}}
+	var snaps []*snapshot.Snapshot
+	for i := 0; i < KeyframeEvery+3; i++ {
+		s := &snapshot.Snapshot{
+			Time: time.Unix(100+int64(i), 0),
+			Threads: []snapshot.OSThread{
+				{TID: 10, StartTime: 5, Name: "worker", State: 'S', Syscall: 202, Stack: wait},
+				{TID: 11, StartTime: 5, Name: "poller", State: 'S', Syscall: 232, Stack: other},
+				{TID: 12, StartTime: 6, Name: "runner", State: 'R', Syscall: procfs.SyscallRunning},
+			},
+		}
+		if i%2 == 1 {
+			s.Threads[1].Stack = wait[1:] // moved
+		}
+		snaps = append(snaps, s)
+	}
+	for _, version := range []byte{5, FormatVersion} {
+		path := filepath.Join(t.TempDir(), "run.ctprof")
+		w, err := Create(path, Header{Version: "test"})
+		require.NoError(t, err)
+		w.version = version
+		for _, s := range snaps {
+			require.NoError(t, w.Append(s))
+		}
+		require.NoError(t, w.Close())
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		b[len(Magic)] = version
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+
+		got, r := readAll(t, path)
+		assert.Empty(t, r.Warnings(), "version %d", version)
+		require.Len(t, got, len(snaps))
+		for i, g := range got {
+			require.Len(t, g.Threads, 3)
+			for k, th := range g.Threads {
+				want := snaps[i].Threads[k].Stack
+				if version < 6 {
+					want = nil
+				}
+				assert.Equal(t, want, th.Stack, "version %d, snapshot %d, thread %d", version, i, th.TID)
+			}
+		}
+	}
+}

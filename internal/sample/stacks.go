@@ -1,0 +1,99 @@
+package sample
+
+import (
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/snapshot"
+)
+
+// Native user stacks. A thread blocked in a system call shows its stack
+// pointer and program counter in /proc/<tid>/syscall; the unwinder reads
+// its stack through /proc/<pid>/mem and unwinds it with the binaries'
+// call-frame information, without stopping the process. Threads that run
+// have no stack here (their registers change under the reader).
+//
+// For a native target every blocked thread is unwound: its stack says
+// where it waits, for a lock or for work. For a JVM only the threads the
+// lock table keeps (waiters of a JNI library's lock, and their holders)
+// are: the thread dumps give the Java stacks, and the rest of a JVM's
+// futex waits are its own machinery.
+
+// maxUnwindsPerTick bounds the stacks unwound afresh in one sample, so a
+// first sample of a process with tens of thousands of blocked threads
+// stays short; the rest come in the following samples (a thread whose
+// stack is cached costs nothing).
+const maxUnwindsPerTick = 4096
+
+// stackKey says a thread has not moved since its stack was unwound: the
+// same thread (tid and start time), blocked at the same stack pointer and
+// program counter, with no voluntary switch since (it did not wake up and
+// block again in between).
+type stackKey struct {
+	start, sp, pc, voluntary uint64
+}
+
+type cachedStack struct {
+	key   stackKey
+	stack []procfs.StackFrame
+}
+
+// stackState is the sampler's unwinder and the stacks of its previous
+// sample.
+type stackState struct {
+	unwinder *procfs.Unwinder
+	cache    map[int]cachedStack
+	// Unwound counts the stacks unwound afresh, and Reused those taken
+	// from the cache, over the run (for the benchmarks).
+	Unwound, Reused int
+}
+
+// unwindStacks fills Stack for the threads this target's stacks are taken
+// of (see above), from the cache where a thread has not moved.
+func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.FutexWait) {
+	var want map[int]bool
+	if s.target.Kind == snapshot.KindJVM {
+		if len(futexes) == 0 {
+			s.stacks.cache = nil
+			return
+		}
+		want = map[int]bool{}
+		for _, fw := range futexes {
+			if fw.Kind == snapshot.FutexCondition {
+				continue
+			}
+			for _, tid := range fw.TIDs {
+				want[tid] = true
+			}
+			if fw.Holder != nil && fw.Holder.TID != 0 {
+				want[fw.Holder.TID] = true
+			}
+		}
+	}
+	if s.stacks.unwinder == nil {
+		s.stacks.unwinder = s.fs.NewUnwinder(s.opts.PID)
+	}
+	next := make(map[int]cachedStack, len(s.stacks.cache))
+	fresh := 0
+	for i := range threads {
+		t := &threads[i]
+		if t.Syscall < 0 || t.SyscallSP == 0 || t.SyscallPC == 0 || want != nil && !want[t.TID] {
+			continue
+		}
+		key := stackKey{start: t.StartTime, sp: t.SyscallSP, pc: t.SyscallPC, voluntary: t.Voluntary}
+		if c, ok := s.stacks.cache[t.TID]; ok && c.key == key {
+			t.Stack = c.stack
+			next[t.TID] = c
+			s.stacks.Reused++
+			continue
+		}
+		if fresh == maxUnwindsPerTick {
+			continue
+		}
+		fresh++
+		t.Stack = s.stacks.unwinder.Unwind(procfs.Regs{PC: t.SyscallPC, SP: t.SyscallSP}, s.mem, procfs.MaxStackFrames)
+		s.stacks.Unwound++
+		if len(t.Stack) > 0 {
+			next[t.TID] = cachedStack{key: key, stack: t.Stack}
+		}
+	}
+	s.stacks.cache = next
+}
