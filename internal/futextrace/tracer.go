@@ -1,0 +1,303 @@
+// Package futextrace counts and times every futex wait of a process's
+// threads from the kernel's syscall tracepoints (syscalls:sys_enter_futex
+// and sys_exit_futex) through perf_event_open(2): no eBPF, no kernel
+// module, no perf binary. It needs root or CAP_PERFMON; Open says plainly
+// why it cannot trace (an *Error wrapping ErrUnavailable) so the caller
+// falls back to sampling /proc.
+//
+// Per thread it opens three events:
+//
+//   - a counter on sys_enter_futex, always on, filtered in the kernel to the
+//     blocking ops: it counts every blocking call exactly and cheaply (no
+//     record is written), read with read(2). With Options.StackEvery it
+//     also samples every Nth call's user registers and stack.
+//   - sys_exit_futex (the group leader, owner of the thread's ring) and
+//     sys_enter_futex (filtered) sampling every event into a small ring
+//     (a few pages, PERF_EVENT_IOC_SET_OUTPUT), paired in user space
+//     per thread: a call's time is its exit's time less its entry's.
+//
+// Tracing every call costs the target a few microseconds a call, too much
+// at tens of thousands of waits a second, so above Options.MaxTracedRate
+// the two sampling events are on for a share of each Options.Period only
+// (the duty cycle) and each thread's traced calls are scaled to its exact
+// count. A call that starts inside a window is followed to its exit even
+// after the window closes (the exit event stays on for that thread until
+// it returns), so a long wait is timed as surely as a short one: which
+// calls are traced depends on when they start, not on how long they last.
+//
+// One goroutine, locked to its OS thread, owns every event and ring; it
+// waits in epoll(7) on the rings' watermarks and on an eventfd for the
+// callers' requests (Sync, Read, Close). Its thread's CPU time is the
+// tracer's Cost.
+package futextrace
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options tune the tracer; the zero value is the default.
+type Options struct {
+	// MaxTracedRate is the blocking calls a second traced at most (on
+	// average over a Period) before sampling windows take over. Default
+	// 2,000 (see bench_test.go for what a traced call costs).
+	MaxTracedRate float64
+	// Period is the duty cycle's period. Default 200 ms.
+	Period time.Duration
+	// StackEvery samples the user registers and stack of every Nth blocking
+	// call; 0 takes none.
+	StackEvery uint64
+	// StackSize is the stack bytes copied per sample. Default 8 KiB.
+	StackSize uint32
+	// RingPages is the data pages of each thread's ring (a power of two).
+	// Default 4, or 8 with stacks.
+	RingPages int
+	// MaxDurations bounds the durations kept per futex (a uniform sample).
+	// Default 512.
+	MaxDurations int
+	// MaxStacks bounds the stacks kept per futex per batch. Default 4.
+	MaxStacks int
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxTracedRate <= 0 {
+		o.MaxTracedRate = 2000
+	}
+	if o.Period <= 0 {
+		o.Period = 200 * time.Millisecond
+	}
+	if o.StackSize == 0 {
+		o.StackSize = 8192
+	}
+	o.StackSize = (o.StackSize + 7) &^ 7
+	if o.RingPages <= 0 {
+		o.RingPages = 4
+		if o.StackEvery > 0 {
+			o.RingPages = 8
+		}
+	}
+	for o.RingPages&(o.RingPages-1) != 0 {
+		o.RingPages++
+	}
+	if o.MaxDurations <= 0 {
+		o.MaxDurations = 512
+	}
+	if o.MaxStacks <= 0 {
+		o.MaxStacks = 4
+	}
+	return o
+}
+
+// Tracer traces one process's threads. Its methods are safe for
+// concurrent use.
+type Tracer struct {
+	pid  int
+	wake int // eventfd the loop waits on with the rings
+	done chan struct{}
+	st   *state
+
+	mu     sync.Mutex
+	queue  []request
+	closed bool // the loop has ended: wake is closed
+}
+
+type request struct {
+	kind  int // reqSync, reqRead, reqClose
+	tids  []int
+	reply chan reply
+}
+
+type reply struct {
+	err   error
+	batch Batch
+}
+
+const (
+	reqSync = iota
+	reqRead
+	reqClose
+)
+
+// Open starts tracing process pid's threads (those /proc/<pid>/task lists
+// now; Sync adds later ones). Errors that mean tracing cannot work here
+// wrap ErrUnavailable.
+func Open(pid int, opts Options) (*Tracer, error) {
+	f, err := findTracefs()
+	if err != nil {
+		return nil, err
+	}
+	tids, err := listTasks(pid)
+	if err != nil {
+		return nil, err
+	}
+	st, err := newState(pid, f, opts.withDefaults())
+	if err != nil {
+		return nil, err
+	}
+	t := &Tracer{pid: pid, wake: st.wake, done: make(chan struct{}), st: st}
+	started := make(chan error, 1)
+	go t.loop(tids, started)
+	if err := <-started; err != nil {
+		<-t.done
+		return nil, err
+	}
+	return t, nil
+}
+
+func listTasks(pid int) ([]int, error) {
+	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return nil, fmt.Errorf("futextrace: process %d: %w", pid, err)
+	}
+	tids := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids, nil
+}
+
+// loop is the one goroutine that touches the events and rings.
+func (t *Tracer) loop(tids []int, started chan<- error) {
+	defer close(t.done)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	st := t.st
+	defer func() {
+		t.mu.Lock()
+		t.closed = true
+		t.mu.Unlock()
+		st.closeAll()
+	}()
+	st.cpu0 = threadCPU()
+	if err := st.sync(tids); err != nil {
+		started <- err
+		return
+	}
+	if len(st.threads) == 0 {
+		started <- fmt.Errorf("futextrace: process %d has no thread to trace (it exited)", t.pid)
+		return
+	}
+	st.startPeriod(time.Now())
+	started <- nil
+	events := make([]unix.EpollEvent, 64)
+	for {
+		timeout := st.nextTimeout(time.Now())
+		n, err := unix.EpollWait(st.epfd, events, int((timeout+time.Millisecond-1)/time.Millisecond))
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			n = 0
+			time.Sleep(time.Millisecond)
+		}
+		for _, ev := range events[:max(n, 0)] {
+			if ev.Fd == -1 {
+				if t.serve() {
+					return
+				}
+				continue
+			}
+			st.ready(int(ev.Fd), ev.Events)
+		}
+		st.tick(time.Now())
+	}
+}
+
+// serve answers the requests the eventfd announced; true on Close.
+func (t *Tracer) serve() bool {
+	var b [8]byte
+	_, _ = unix.Read(t.wake, b[:])
+	t.mu.Lock()
+	q := t.queue
+	t.queue = nil
+	t.mu.Unlock()
+	for _, r := range q {
+		switch r.kind {
+		case reqSync:
+			r.reply <- reply{err: t.st.sync(r.tids)}
+		case reqRead:
+			r.reply <- reply{batch: t.st.read(time.Now())}
+		case reqClose:
+			r.reply <- reply{}
+			return true
+		}
+	}
+	return false
+}
+
+// call queues a request for the loop and waits for its answer; false when
+// the tracer is closed.
+func (t *Tracer) call(r request) (reply, bool) {
+	r.reply = make(chan reply, 1)
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return reply{}, false
+	}
+	t.queue = append(t.queue, r)
+	one := [8]byte{1}
+	_, _ = unix.Write(t.wake, one[:])
+	t.mu.Unlock()
+	select {
+	case rep := <-r.reply:
+		return rep, true
+	case <-t.done:
+		return reply{}, false
+	}
+}
+
+// Sync traces the threads in tids it does not trace yet and stops tracing
+// those it does that are not in tids (their last counts go to the next
+// Read). A thread that exited in between is skipped. ctprof calls it with
+// every sample's thread list; a thread born and gone between two Syncs is
+// never traced.
+func (t *Tracer) Sync(tids []int) error {
+	rep, ok := t.call(request{kind: reqSync, tids: tids})
+	if !ok {
+		return errors.New("futextrace: tracer closed")
+	}
+	return rep.err
+}
+
+// Read returns what was traced since the previous Read (or Open).
+func (t *Tracer) Read() Batch {
+	rep, _ := t.call(request{kind: reqRead})
+	return rep.batch
+}
+
+// Close stops tracing, closes every event and unmaps every ring.
+func (t *Tracer) Close() error {
+	select {
+	case <-t.done:
+		return nil
+	default:
+	}
+	t.call(request{kind: reqClose})
+	<-t.done
+	return nil
+}
+
+// threadCPU is the calling OS thread's CPU time.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Ints(ks)
+	return ks
+}

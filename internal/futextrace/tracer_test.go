@@ -1,0 +1,244 @@
+package futextrace
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/testnative"
+)
+
+// counts is a COUNTS line of counted_waits.
+type counts map[string]uint64
+
+// requestCounts asks the program for its counters and waits for the line.
+func requestCounts(t *testing.T, p *testnative.Process) counts {
+	t.Helper()
+	before := strings.Count(p.Output(), "COUNTS ")
+	require.NoError(t, syscall.Kill(p.PID, syscall.SIGUSR1))
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(p.Output(), "COUNTS ") == before {
+		require.True(t, time.Now().Before(deadline), "no COUNTS line; output:\n%s", p.Output())
+		time.Sleep(5 * time.Millisecond)
+	}
+	lines := strings.Split(p.Output(), "\n")
+	var last string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "COUNTS ") {
+			last = l
+		}
+	}
+	c := counts{}
+	for _, kv := range strings.Fields(last)[1:] {
+		k, v, _ := strings.Cut(kv, "=")
+		n, err := strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err, last)
+		c[k] = n
+	}
+	return c
+}
+
+func hexValue(t *testing.T, p *testnative.Process, key string) uint64 {
+	t.Helper()
+	v, err := strconv.ParseUint(strings.TrimPrefix(p.Value(key), "0x"), 16, 64)
+	require.NoError(t, err, "%s in %q", key, p.Output())
+	return v
+}
+
+// threadByName is the tid of the target's thread called comm.
+func threadByName(t *testing.T, pid int, comm string) int {
+	t.Helper()
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "comm"))
+		if err == nil && strings.TrimSpace(string(b)) == comm {
+			tid, _ := strconv.Atoi(e.Name())
+			return tid
+		}
+	}
+	t.Fatalf("no thread %q in %d", comm, pid)
+	return 0
+}
+
+// merge adds b's futexes to the running totals by address.
+func merge(into map[uint64]*Futex, b Batch) {
+	for _, f := range b.Futexes {
+		m := into[f.Addr]
+		if m == nil {
+			c := f
+			c.Durations = append([]time.Duration(nil), f.Durations...)
+			into[f.Addr] = &c
+			continue
+		}
+		m.Waits += f.Waits
+		m.Again += f.Again
+		m.Traced += f.Traced
+		m.Woken += f.Woken
+		m.AgainTraced += f.AgainTraced
+		m.TimedOut += f.TimedOut
+		m.Total += f.Total
+		m.Max = max(m.Max, f.Max)
+		m.Durations = append(m.Durations, f.Durations...)
+		m.TIDs = append(m.TIDs, f.TIDs...)
+		m.Stacks = append(m.Stacks, f.Stacks...)
+	}
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the exact futex tracer needs root or CAP_PERFMON; this test runs as root (make test does)")
+	}
+}
+
+func TestCountedWaits(t *testing.T) {
+	requireRoot(t)
+	p := testnative.Start(t, "counted_waits")
+	counted, global, heap := hexValue(t, p, "COUNTED"), hexValue(t, p, "GLOBAL"), hexValue(t, p, "HEAP")
+	waiter := threadByName(t, p.PID, "waiter")
+
+	tr, err := Open(p.PID, Options{StackEvery: 20})
+	require.NoError(t, err)
+	defer tr.Close()
+
+	tr.Read() // what came before the first COUNTS line is not compared
+	c1 := requestCounts(t, p)
+	all := map[uint64]*Futex{}
+	var calls, traced, lost uint64
+	var cost, elapsed time.Duration
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		time.Sleep(100 * time.Millisecond)
+		b := tr.Read()
+		merge(all, b)
+		calls, traced, lost, cost, elapsed = calls+b.Calls, traced+b.Traced, lost+b.Lost, cost+b.Cost, elapsed+b.Elapsed
+		if f := all[counted]; f != nil && f.Traced >= 1500 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the counted futex was not traced 1500 times in 30 s: %+v", all[counted])
+	}
+	c2 := requestCounts(t, p)
+	b := tr.Read()
+	merge(all, b)
+	calls, traced, lost, cost, elapsed = calls+b.Calls, traced+b.Traced, lost+b.Lost, cost+b.Cost, elapsed+b.Elapsed
+	t.Logf("%d blocking calls, %d traced, %d lost, tracer CPU %v in %v", calls, traced, lost, cost, elapsed)
+
+	f := all[counted]
+	require.NotNil(t, f, "no waits on the counted word %#x", counted)
+	progCalls := c2["calls"] - c1["calls"]
+	progWoken := c2["woken"] - c1["woken"]
+	progMean := time.Duration((c2["total_ns"] - c1["total_ns"]) / max(progWoken, 1))
+	t.Logf("program: %d calls (%d woken, %d EAGAIN), mean %v, max %v", progCalls, progWoken, c2["again"]-c1["again"], progMean, time.Duration(c2["max_ns"]))
+	t.Logf("tracer: %.0f waits + %.0f EAGAIN (%d traced, %d woken), p50 %v, p99 %v, max %v, mean %v", f.Waits, f.Again, f.Traced, f.Woken, Quantile(sortedCopy(f.Durations), 0.5), Quantile(sortedCopy(f.Durations), 0.99), f.Max, f.Total/time.Duration(max(f.Woken+f.TimedOut, 1)))
+
+	assert.Equal(t, flagPrivate|OpWait, f.Op, "FUTEX_WAIT_PRIVATE")
+	assert.Contains(t, f.TIDs, waiter)
+	assert.InEpsilon(t, float64(progCalls), f.Waits+f.Again, 0.10, "the tracer's calls on the counted word vs the program's own count")
+	// A call's time in the kernel is less than the program's clock around
+	// it, by the clock reads and the syscall's entry: the tracer's mean is
+	// at most the program's, and most of it on a loaded machine.
+	mean := f.Total / time.Duration(max(f.Woken+f.TimedOut+f.Interrupted+f.Failed, 1))
+	assert.LessOrEqual(t, mean, progMean+progMean/20)
+	assert.GreaterOrEqual(t, mean, progMean/2)
+	p50 := Quantile(sortedCopy(f.Durations), 0.5)
+	assert.Greater(t, p50, progMean/4)
+	assert.Less(t, p50, 3*progMean)
+	assert.LessOrEqual(t, f.Max, time.Duration(c2["max_ns"]), "a traced wait outlasted the longest the program timed")
+
+	for name, addr := range map[string]uint64{"global": global, "heap": heap} {
+		m := all[addr]
+		if assert.NotNil(t, m, "no waits on the %s mutex %#x", name, addr) {
+			assert.Greater(t, m.Waits, 0.0)
+			assert.Equal(t, flagPrivate|OpWait, m.Op, name)
+		}
+	}
+	checkStacks(t, p.PID, f)
+}
+
+func sortedCopy(d []time.Duration) []time.Duration {
+	c := append([]time.Duration(nil), d...)
+	sortDurations(c)
+	return c
+}
+
+// checkStacks looks at the counted futex's stack samples: registers in
+// the process's mappings, a copy readable at SP and nowhere below it, and
+// the unwinder's frames once it unwinds.
+func checkStacks(t *testing.T, pid int, f *Futex) {
+	t.Helper()
+	require.NotEmpty(t, f.Stacks, "no stack sample on the counted word")
+	maps := readMaps(t, pid)
+	u := procfs.NewFS("/proc").NewUnwinder(pid)
+	defer u.Close()
+	for _, s := range f.Stacks {
+		assert.True(t, maps.exec(s.Regs.PC), "PC %#x in no executable mapping", s.Regs.PC)
+		assert.True(t, maps.in(s.Regs.SP), "SP %#x in no mapping", s.Regs.SP)
+		var w [8]byte
+		assert.True(t, s.Memory.ReadStack(s.Regs.SP, w[:]))
+		assert.False(t, s.Memory.ReadStack(s.Regs.SP-8, w[:]))
+		assert.False(t, s.Memory.ReadStack(s.Regs.SP+uint64(len(s.Memory.Data))-4, w[:]))
+		frames := u.Unwind(s.Regs, s.Memory, procfs.MaxStackFrames)
+		if len(frames) == 0 {
+			t.Logf("the unwinder gave no frames (not landed yet?)")
+			continue
+		}
+		names := make([]string, len(frames))
+		for i, fr := range frames {
+			names[i] = fr.Name()
+		}
+		assert.Contains(t, strings.Join(names, " "), "counted_wait", "the waiter's stack: %v", names)
+	}
+}
+
+type mapping struct {
+	lo, hi uint64
+	exec   bool
+}
+
+type mappings []mapping
+
+func readMaps(t *testing.T, pid int) mappings {
+	t.Helper()
+	fh, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "maps"))
+	require.NoError(t, err)
+	defer fh.Close()
+	var ms mappings
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		lo, hi, _ := strings.Cut(fs[0], "-")
+		l, _ := strconv.ParseUint(lo, 16, 64)
+		h, _ := strconv.ParseUint(hi, 16, 64)
+		ms = append(ms, mapping{lo: l, hi: h, exec: strings.Contains(fs[1], "x")})
+	}
+	return ms
+}
+
+func (ms mappings) in(a uint64) bool {
+	for _, m := range ms {
+		if a >= m.lo && a < m.hi {
+			return true
+		}
+	}
+	return false
+}
+
+func (ms mappings) exec(a uint64) bool {
+	for _, m := range ms {
+		if a >= m.lo && a < m.hi {
+			return m.exec
+		}
+	}
+	return false
+}
