@@ -1,8 +1,10 @@
 package sample
 
 import (
+	"encoding/binary"
 	"strings"
 
+	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
@@ -25,6 +27,10 @@ const (
 	// keeps in libjvm.so's data (mutex_init's *_lock_storage; JDK 17
 	// allocates them on the C heap).
 	jvmLockStorage = "libjvm"
+	// jvmHotSpotMutex: a HotSpot Mutex/Monitor object on the C heap (JDK
+	// 17 allocates every one there, Heap_lock and Threads_lock too; later
+	// JDKs the few made at run time), told by its memory (hotspotMutexAt).
+	jvmHotSpotMutex = "hotspot-mutex"
 	// jvmInternalWaiters: every waiter is a JVM-internal thread (VM thread,
 	// GC, JIT compilers, signal, attach and service threads).
 	jvmInternalWaiters = "internal-thread"
@@ -38,10 +44,26 @@ const (
 	// began or ended between the tick's start and the end of the /proc
 	// sweep: a Java thread then waits on HotSpot locks held for the
 	// safepoint's length (Heap_lock while the GC runs, Threads_lock), on
-	// the C heap in JDK 17. Only waits on addresses inside a
-	// file-backed binary other than libjvm (a JNI library's static mutex)
-	// are kept from such a sweep.
+	// the C heap in JDK 17. Such a wait on memory no binary holds is
+	// dropped only when its memory could not tell whose lock it is (see
+	// jvmFutexFilter.drop).
 	jvmSafepointWindow = "safepoint-window"
+)
+
+// Which lock a futex word on the C heap belongs to, as its memory says
+// (hotspotMutexAt).
+type heapLockKind uint8
+
+const (
+	// heapLockUnknown: the memory could not be read (no ptrace rights, the
+	// lock freed), or reads as neither of the others (a mutex just let
+	// go).
+	heapLockUnknown heapLockKind = iota
+	// heapLockHotSpot: inside a HotSpot Mutex/Monitor object.
+	heapLockHotSpot
+	// heapLockPlain: a locked glibc mutex that is not a HotSpot
+	// Mutex's: native code's own (a JNI library's malloc'ed mutex).
+	heapLockPlain
 )
 
 // jvmFutexFilter decides, for one sweep of a JVM target, which futex waits
@@ -54,11 +76,33 @@ type jvmFutexFilter struct {
 	// dump has listed; names indexes them, built on first use.
 	threads []snapshot.OSThread
 	names   map[int]string
-	// safepointWindow says a safepoint began or ended during the tick.
-	safepointWindow bool
+	// mem reads the target's memory (/proc/<pid>/mem) and module names
+	// the binary an address lies in ("libjvm.so"; a mapping's
+	// description for memory no binary holds), for hotspotMutexAt; a nil
+	// mem reads nothing.
+	mem    procfs.StackMemory
+	module func(addr uint64) string
+	// window says whether a safepoint began or ended during the tick:
+	// asked at most once (it costs a read of the JVM's counters), and
+	// only for a wait on the C heap whose memory did not tell.
+	window                func() bool
+	windowAsked, inWindow bool
 }
 
 // drop returns why fw is not the program's contention, or "".
+//
+// A futex wait on memory no binary holds (the C heap, a malloc arena) is
+// the hard case: a JNI library's malloc'ed pthread mutex and a HotSpot
+// Mutex of JDK 17 (Heap_lock while a collection runs, Threads_lock) both
+// wait with FUTEX_WAIT_PRIVATE for 2, from Java threads, on an anonymous
+// address. Their memory tells them apart (hotspotMutexAt): a HotSpot
+// Mutex is dropped, on any tick; a locked glibc mutex that is not one is
+// native code's own and kept, even while a safepoint runs. Only a wait
+// whose memory could not be read (no ptrace rights) falls back on the
+// timing: dropped when a safepoint began or ended during the tick, since
+// HotSpot's locks are held for a safepoint's length. A lock in a binary's
+// data other than libjvm.so (a JNI library's static mutex) is kept
+// without reading it.
 func (f *jvmFutexFilter) drop(fw *snapshot.FutexWait) string {
 	if fw.Kind == snapshot.FutexCondition {
 		// Idle waiting, reported apart already; not a lock either way.
@@ -80,10 +124,118 @@ func (f *jvmFutexFilter) drop(fw *snapshot.FutexWait) string {
 	if (fw.Op == "FUTEX_WAIT" || fw.Op == "FUTEX_WAIT_PRIVATE") && fw.Kind == snapshot.FutexUnknown && !fw.Timed && fw.Value%2 == 1 {
 		return jvmSafepointBarrier
 	}
-	if f.safepointWindow && fw.Location.ModulePath == "" {
+	if fw.Location.ModulePath != "" {
+		return ""
+	}
+	switch f.hotspotMutexAt(fw.Address) {
+	case heapLockHotSpot:
+		return jvmHotSpotMutex
+	case heapLockPlain:
+		return ""
+	}
+	if f.safepointWindow() {
 		return jvmSafepointWindow
 	}
 	return ""
+}
+
+// safepointWindow asks window once.
+func (f *jvmFutexFilter) safepointWindow() bool {
+	if !f.windowAsked && f.window != nil {
+		f.windowAsked, f.inWindow = true, f.window()
+	}
+	return f.inWindow
+}
+
+// The layout of HotSpot's Mutex (and its subclass Monitor) on Linux,
+// JDK 17 to 25 (src/hotspot/share/runtime/mutex.hpp, os_posix.hpp), on
+// x86-64: no virtual methods, so no vtable pointer;
+//
+//	Thread* volatile _owner;        // -8: nullptr, or the owning Thread
+//	os::PlatformMonitor _lock;      //  0: pthread_mutex_t, 40 bytes
+//	                                // 40: pthread_cond_t, 48 bytes
+//	const char* _name;              // 88: "Heap_lock", "Threads_lock", …
+//
+// relative to the pthread mutex, whose first word threads wait on.
+// A Thread (JavaThread, VMThread, …) is a C++ object with virtual
+// methods: its first word points into libjvm.so. A malloc'ed mutex of
+// native code has the malloc chunk's size before it (an odd number, never
+// a pointer); a mutex inside a struct has the struct's field, which is not
+// a HotSpot Thread.
+const (
+	hsMutexOwner = -8
+	hsMutexName  = 88
+	// hsMutexRead is what one read takes: from _owner to _name.
+	hsMutexRead = hsMutexName - hsMutexOwner + 8
+	// hsNameMax bounds a lock's name (HotSpot's are under 40 bytes).
+	hsNameMax = 64
+)
+
+// hotspotMutexAt reads the memory around the futex word at addr and says
+// whose lock it is: a HotSpot Mutex when its _name points to a name (a
+// NUL-terminated printable string) and its _owner is nullptr or a
+// HotSpot Thread; a plain glibc mutex when the word is a locked mutex
+// (lock word set, an owner tid) that is not a HotSpot Mutex; unknown
+// otherwise. Three reads at most, and only for a wait on the C heap that
+// the other rules kept.
+func (f *jvmFutexFilter) hotspotMutexAt(addr uint64) heapLockKind {
+	if f.mem == nil || addr < 8 || addr%4 != 0 {
+		return heapLockUnknown
+	}
+	var b [hsMutexRead]byte
+	if !f.mem.ReadStack(addr-8, b[:]) {
+		return heapLockUnknown
+	}
+	word := func(off int) uint64 { return binary.LittleEndian.Uint64(b[off-hsMutexOwner:]) }
+	owner, name := word(hsMutexOwner), word(hsMutexName)
+	if (owner == 0 || f.hotspotThread(owner)) && f.lockName(name) {
+		return heapLockHotSpot
+	}
+	// glibc's struct __pthread_mutex_s: int __lock (0), unsigned
+	// __count (4), int __owner (8).
+	lock, tid := int32(binary.LittleEndian.Uint32(b[-hsMutexOwner:])), int32(binary.LittleEndian.Uint32(b[8-hsMutexOwner:]))
+	if lock != 0 && tid > 0 {
+		return heapLockPlain
+	}
+	return heapLockUnknown
+}
+
+// hotspotThread says p points to a HotSpot Thread: an 8-aligned pointer
+// to memory whose first word (the vtable pointer) lies in libjvm.so.
+func (f *jvmFutexFilter) hotspotThread(p uint64) bool {
+	if p%8 != 0 || f.module == nil {
+		return false
+	}
+	var b [8]byte
+	if !f.mem.ReadStack(p, b[:]) {
+		return false
+	}
+	return f.module(binary.LittleEndian.Uint64(b[:])) == "libjvm.so"
+}
+
+// lockName says p points to a HotSpot lock's name: 3 to hsNameMax-1
+// printable ASCII bytes and a NUL.
+func (f *jvmFutexFilter) lockName(p uint64) bool {
+	if p == 0 {
+		return false
+	}
+	var b [hsNameMax]byte
+	if !f.mem.ReadStack(p, b[:]) {
+		// The name may end near the end of a mapping: try a shorter read.
+		if !f.mem.ReadStack(p, b[:16]) {
+			return false
+		}
+		clear(b[16:])
+	}
+	for i, c := range b {
+		if c == 0 {
+			return i >= 3
+		}
+		if c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return false
 }
 
 // internal reports whether tid is a JVM-internal thread: the latest dump
@@ -168,22 +320,25 @@ func (s *Sampler) noteDumpThreads(d *threaddump.Dump) {
 
 // jvmProgramFutexes removes from futexes (in place) the waits of a JVM
 // target that are not the program's contention: see jvmFutexFilter.
-// safepointWindow is called, at most once, only when a lock-like wait survives
-// the other rules, to tell whether a safepoint began or ended during the
-// tick (reading the JVM's counters again costs a file read).
+// safepointWindow is called, at most once, only when a wait on the C heap
+// survives the other rules and its memory did not tell whose lock it is,
+// to tell whether a safepoint began or ended during the tick (reading the
+// JVM's counters again costs a file read).
 func (s *Sampler) jvmProgramFutexes(futexes []snapshot.FutexWait, threads []snapshot.OSThread, safepointWindow func() bool) []snapshot.FutexWait {
-	f := jvmFutexFilter{dumped: s.dumped, threads: threads}
+	f := jvmFutexFilter{dumped: s.dumped, threads: threads, window: safepointWindow}
+	if s.mem != nil {
+		f.mem = s.mem
+	}
+	if s.sym != nil {
+		f.module = func(addr uint64) string {
+			l, _ := s.sym.Resolve(addr)
+			return l.Module
+		}
+	}
 	out := futexes[:0]
-	asked := false
 	for i := range futexes {
 		fw := &futexes[i]
-		why := f.drop(fw)
-		if why == "" && fw.Kind != snapshot.FutexCondition && !asked {
-			asked = true
-			f.safepointWindow = safepointWindow()
-			why = f.drop(fw)
-		}
-		if why != "" {
+		if why := f.drop(fw); why != "" {
 			s.droppedFutexes[why]++
 			continue
 		}

@@ -486,6 +486,8 @@ func StartWith(t testing.TB, j JDK, scenario string, o Options, args ...string) 
 		"-Dsun.stdout.encoding=UTF-8", "-Dsun.stderr.encoding=UTF-8",
 	}
 	jvmArgs = append(jvmArgs, scenarioFlags[scenario]...)
+	// A scenario's JNI library, built and passed by path (jni.go).
+	jvmArgs = append(jvmArgs, jniFlags(t, j, scenario)...)
 	jvmArgs = append(jvmArgs, o.JVMFlags...)
 	safepointLog := ""
 	if o.SafepointLog {

@@ -47,6 +47,8 @@ var scenarioChecks = map[string]scenarioCheck{
 	"RowLocks":    checkRowLocks,
 	// Before and after a fix, for ctprof diff (internal/cli/diff_test.go).
 	"CapacityFix": checkCapacityFix,
+	// Native locks in a JNI library (jnilocks_scenario_test.go).
+	"JniLocks": checkJniLocks,
 }
 
 // scenarioArgs pins arguments whose defaults the checks depend on, so a
