@@ -36,7 +36,14 @@ type FutexHolder struct {
 	// Readers is the readers an rwlock counted at that sample (0 also
 	// when its memory could not tell which word counts them).
 	Readers int `json:"readers,omitempty"`
+	// Stack is the holder's native stack at that sample, innermost frame
+	// first (at most 16 frames), when it was blocked in a system call
+	// and ctprof unwound it; absent otherwise.
+	Stack []string `json:"stack,omitempty"`
 }
+
+// maxHolderFrames bounds the holder's frames in the summary.
+const maxHolderFrames = 16
 
 // futexAgg is what a futex lock gathers beyond the waiters.
 type futexAgg struct {
@@ -119,8 +126,11 @@ func (a *Aggregator) addFutexLocks(s *snapshot.Snapshot, dt time.Duration, names
 		la.samples++
 		la.waiterSum += n
 		for _, tid := range fw.TIDs {
-			_, ta := thread(tid)
+			t, ta := thread(tid)
 			la.blockedSeconds += asleepSeconds(ta, dt)
+			if t != nil {
+				la.waitFrames.inc(nativeWaitSite(t.Stack), 1)
+			}
 		}
 		now[la.id] = n
 		waiters[la.id] = fw.TIDs
@@ -192,13 +202,19 @@ func (a *Aggregator) noteFutexHolder(la *lockAgg, fw snapshot.FutexWait, n int, 
 		name = t.Name
 	}
 	runs, activity := holderActivity(t)
+	var stack []string
+	if site := nativeWaitSite(t.Stack); site != "" && t.State != 'R' {
+		// Blocked in a system call inside its critical section: where.
+		runs += " at " + site
+		stack = frameNames(t.Stack, maxHolderFrames)
+	}
 	la.futex.holderSamples++
 	la.ownerFrames.inc(activity, 1)
 	if n >= la.futex.holderPeak {
 		la.futex.holderPeak = n
 		la.futex.holder = &FutexHolder{
 			Thread: name, TID: h.TID, Lock: h.Lock, State: osStateName(t.State), CPU: t.Processor,
-			Runs: runs, Readers: h.Readers,
+			Runs: runs, Readers: h.Readers, Stack: stack,
 		}
 		la.owner, la.ownerFrame = strPtr(name), strPtr(runs)
 	}
@@ -347,6 +363,12 @@ func futexFinding(l LockSummary, samples int) Finding {
 	if len(l.WaiterThreads) > 0 {
 		ev = append(ev, "waiters: "+strings.Join(l.WaiterThreads, ", "))
 	}
+	if sites := waitSitesClause(l.WaitFrames); sites != "" {
+		ev = append(ev, "where the waiters wait (their own code, from their native stacks), by sightings: "+sites)
+	}
+	if h := l.Holder; h != nil && len(h.Stack) > 0 {
+		ev = append(ev, "the holder's stack at that sample: "+strings.Join(h.Stack, " ← "))
+	}
 	if l.BlockedThreadSeconds > 0 {
 		ev = append(ev, fmt.Sprintf("threads spent %.1f s queued on it in all (each sighting counts the time the waiter was off the CPU since the sample before)", l.BlockedThreadSeconds))
 	}
@@ -357,14 +379,21 @@ func futexFinding(l LockSummary, samples int) Finding {
 	if h := l.Holder; h != nil && h.TID != 0 {
 		held = fmt.Sprintf("; %q held it, %s", h.Thread, h.Runs)
 	}
-	summary := fmt.Sprintf("Up to %d threads wait on %s (blocked in %.0f%% of samples, %.1f on average%s%s).",
-		l.Waiters, name, 100*l.BlockedShare, l.AvgWaiters, seen, held)
+	where := ""
+	if l.WaitFrame != nil {
+		where = " in " + *l.WaitFrame
+	}
+	summary := fmt.Sprintf("Up to %d threads wait on %s%s (blocked in %.0f%% of samples, %.1f on average%s%s).",
+		l.Waiters, name, where, 100*l.BlockedShare, l.AvgWaiters, seen, held)
 	impact := 1e6 + float64(l.Waiters)*1000 + l.AvgWaiters
 	next := "Find the code that takes this mutex (perf record -g, or gdb on one waiter) and shorten or split its critical section."
+	if l.WaitFrame != nil {
+		next = "Shorten or split the critical section the threads enter at " + *l.WaitFrame + ", or give each thread its own lock (the waiters' stacks are in the lock's detail and the flame graph)."
+	}
 	if sporadic(l, samples) {
 		sev = SeverityInfo
-		summary = fmt.Sprintf("Sporadic: up to %d threads waited on %s, in %s of %d (%.0f%%)%s.",
-			l.Waiters, name, plural(l.DumpsSeen, "sample"), samples, 100*l.BlockedShare, held)
+		summary = fmt.Sprintf("Sporadic: up to %d threads waited on %s%s, in %s of %d (%.0f%%)%s.",
+			l.Waiters, name, where, plural(l.DumpsSeen, "sample"), samples, 100*l.BlockedShare, held)
 		next = "A queue seen this seldom costs little; sample longer or faster to tell whether it grows under load."
 		impact = 1e3 + float64(l.Waiters)
 	}
@@ -393,4 +422,14 @@ func HolderReaders(h *FutexHolder) string {
 		return ""
 	}
 	return readersClause(h.Readers)
+}
+
+// waitSitesClause lists a lock's wait sites with their sightings:
+// "post_entry ← worker_loop 40, flush ← worker_loop 3"; "" without any.
+func waitSitesClause(frames []FrameCount) string {
+	parts := make([]string, 0, len(frames))
+	for _, f := range frames {
+		parts = append(parts, fmt.Sprintf("%s %d", f.Frame, f.Samples))
+	}
+	return strings.Join(parts, ", ")
 }

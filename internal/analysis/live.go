@@ -286,6 +286,7 @@ func (a *Aggregator) addLive(s *snapshot.Snapshot, dt time.Duration, tick dumpTi
 		o.conns = s.Connections
 	}
 	futexWaiters := a.addFutexLocks(s, dt, o.curNames(s))
+	a.addNativeStacks(s, lockOfWaiters(futexWaiters))
 	a.addPools(s, futexWaiters)
 	a.addLiveSeries(s, running)
 }

@@ -622,9 +622,15 @@ type Finding struct {
 }
 
 // DumpInterval is the mean time between the thread dumps, the wall time
-// one thread sample stands for in an estimate of blocked time. It is zero
-// when there are fewer than two dumps with timestamps.
+// one thread sample stands for in an estimate of blocked time; for a run
+// without dumps (a native target, whose stacks the samples unwound) the
+// mean time between samples. It is zero when there are fewer than two
+// timed dumps or samples.
 func (s *Summary) DumpInterval() time.Duration {
+	if s.Dumps == 0 && s.Samples > 1 && s.DurationSeconds > 0 {
+		// A native target's stacks come from its samples, one per tick.
+		return time.Duration(s.DurationSeconds / float64(s.Samples-1) * float64(time.Second))
+	}
 	if s.Dumps < 2 || s.FirstDump == nil || s.LastDump == nil || !s.LastDump.After(*s.FirstDump) {
 		return 0
 	}

@@ -165,7 +165,7 @@ func (o *Files) Write(w io.Writer, agg *analysis.Aggregator, sources []string) e
 		}
 		fmt.Fprintf(w, "ctprof: wrote the %s to %s\n", x[0], x[1])
 		if len(stacks) == 0 && x[0] != "HTML report" && !(x[0] == "pprof profile" && len(waitStacks) > 0) {
-			fmt.Fprintf(w, "ctprof: note: no thread dump was taken, so the %s has no stacks (native processes have no stack samples)\n", x[0])
+			fmt.Fprintf(w, "ctprof: note: the %s has no stacks: no thread dump was taken, and no native thread was seen blocked in a system call with a stack ctprof could read\n", x[0])
 		}
 	}
 	return errors.Join(errs...)

@@ -208,6 +208,7 @@ var funcs = template.FuncMap{
 		}
 		return *p
 	},
+	"join":       strings.Join,
 	"lockname":   analysis.LockName,
 	"nofindings": analysis.NoFindings,
 	"waitkinds":  analysis.WaitKindBreakdown,

@@ -59,8 +59,8 @@ const pageHTML = `{{template "head" .}}
       <td>{{.Kind}}{{if gt (len .WaitKinds) 1}}<br><small>{{waitkinds .WaitKinds}}</small>{{end}}</td>
       <td data-v="{{.Waiters}}">{{.Waiters}}</td><td data-v="{{.AvgWaiters}}">{{f2 .AvgWaiters}}</td><td data-v="{{.BlockedShare}}">{{pct .BlockedShare}}<br><small>in {{.DumpsSeen}} sample(s)</small></td><td data-v="{{.BlockedThreadSeconds}}">{{f1 .BlockedThreadSeconds}}</td>
       <td>{{range .WaitFrames}}{{.Frame}} <small>({{.Samples}})</small><br>{{else}}{{deref .WaitFrame}}{{end}}</td>
-      <td>{{if .Owner}}{{deref .Owner}}{{else if .Releaser}}nobody holds it; {{deref .Releaser}} runs the same code without waiting{{end}}</td>
-      <td>{{range .OwnerFrames}}{{.Frame}} <small>({{.Samples}})</small><br>{{else}}{{if .Owner}}{{deref .OwnerFrame}}{{else}}{{deref .ReleaserFrame}}{{end}}{{end}}</td></tr>
+      <td>{{if .Owner}}{{deref .Owner}}{{else if .Releaser}}nobody holds it; {{deref .Releaser}} runs the same code without waiting{{end}}{{with .Holder}}{{if .TID}}<br><small>tid {{.TID}}, {{.Lock}}, named in {{.Samples}} sample(s)</small>{{end}}{{end}}</td>
+      <td>{{range .OwnerFrames}}{{.Frame}} <small>({{.Samples}})</small><br>{{else}}{{if .Owner}}{{deref .OwnerFrame}}{{else}}{{deref .ReleaserFrame}}{{end}}{{end}}{{with .Holder}}{{if .Stack}}<small class="stack">stack: {{join .Stack " ← "}}</small>{{end}}{{end}}</td></tr>
     {{- end}}
     </tbody>
   </table>

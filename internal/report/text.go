@@ -177,8 +177,9 @@ func writeLockInstances(tw *textWriter, s *analysis.Summary, top int) {
 }
 
 // writeFutexLock prints a native lock by its stable name (symbol, module
-// and offset, "[heap]+0x2a0") and address, and the holder its memory
-// named: it has no frames to show.
+// and offset, "[heap]+0x2a0") and address, the holder its memory named,
+// and, where ctprof unwound the threads' native stacks, where the waiters
+// wait and what the holder's stack was.
 func writeFutexLock(tw *textWriter, l analysis.LockSummary) {
 	T := Terminal
 	name := strings.TrimPrefix(analysis.LockName(l), "futex ")
@@ -199,6 +200,16 @@ func writeFutexLock(tw *textWriter, l analysis.LockSummary) {
 	}
 	if len(l.WaiterThreads) > 0 {
 		tw.printf("               waiters: %s\n", T(strings.Join(l.WaiterThreads, ", ")))
+	}
+	for i, f := range l.WaitFrames {
+		label := "               "
+		if i == 0 {
+			label = "    wait site: "
+		}
+		tw.printf("  %s%s (%d sightings)\n", label, T(f.Frame), f.Samples)
+	}
+	if h := l.Holder; h != nil && len(h.Stack) > 0 {
+		tw.printf("      holder's stack: %s\n", T(strings.Join(h.Stack, " ← ")))
 	}
 }
 

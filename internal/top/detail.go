@@ -67,6 +67,13 @@ func (m *Model) lockDetail() (string, []string) {
 		b = append(b, fmt.Sprintf("Holder: %s (tid %d, %s)  (in the sample with the most waiters; named in %d of %d)",
 			clean(h.Thread), h.TID, clean(h.Lock), h.Samples, l.DumpsSeen))
 		b = append(b, "  runs      "+clean(h.Runs))
+		for i, f := range h.Stack {
+			label := "            "
+			if i == 0 {
+				label = "  stack     "
+			}
+			b = append(b, label+clean(f))
+		}
 	case l.Holder != nil:
 		b = append(b, fmt.Sprintf("Holder: no writer (%s)%s", clean(l.Holder.Lock), analysis.HolderReaders(l.Holder)))
 	case l.Owner != nil:

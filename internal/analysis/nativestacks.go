@@ -1,0 +1,132 @@
+package analysis
+
+import (
+	"strings"
+
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/snapshot"
+)
+
+// Native stacks: the user stacks the sampler unwound for threads blocked
+// in a system call (procfs.Thread.Stack), innermost frame first.
+
+// nativeSiteFrames is how many of the program's frames a wait site
+// names: the function that waits and its caller ("post_entry ←
+// worker_loop"), enough to tell one call path from another.
+const nativeSiteFrames = 2
+
+// nativeWaitSite is where a blocked thread's own code waits: the first
+// frames outside the module the thread blocks in. The innermost frame is
+// in the code that makes the system call (the C library's lock, condition
+// or sleep), which every waiter shares; the first frame in another module
+// is the caller that asked to wait ("post_entry ← worker_loop"). In a
+// binary with the C library linked in (one module) the frame after the
+// innermost one is the site. "" without a stack.
+func nativeWaitSite(st []procfs.StackFrame) string {
+	if len(st) == 0 {
+		return ""
+	}
+	i := 1
+	for i < len(st) && st[i].Module == st[0].Module {
+		i++
+	}
+	if i == len(st) {
+		i = min(1, len(st)-1)
+	}
+	return joinFrames(st[i:min(len(st), i+nativeSiteFrames)])
+}
+
+// joinFrames names frames innermost first, each with its caller after an
+// arrow: "post_entry ← worker_loop".
+func joinFrames(st []procfs.StackFrame) string {
+	var b strings.Builder
+	for i, f := range st {
+		if i > 0 {
+			b.WriteString(" ← ")
+		}
+		b.WriteString(f.Name())
+	}
+	return b.String()
+}
+
+// nativeStackNames is a stack's frame names, outermost first (the order of
+// a folded stack).
+func nativeStackNames(st []procfs.StackFrame) []string {
+	out := make([]string, len(st))
+	for i, f := range st {
+		out[len(st)-1-i] = f.Name()
+	}
+	return out
+}
+
+// addNativeStacks counts a native target's unwound stacks in the stack
+// table the flame graph, folded, pprof and speedscope outputs read, as a
+// dump's stacks are counted: a thread queued on a lock in the lock table
+// (lockOf: tid → lock ID) as BLOCKED on that lock, any other blocked
+// thread as WAITING. A JVM's stacks come from its thread dumps; the few
+// native stacks of its JNI lock waiters show in the lock table only.
+func (a *Aggregator) addNativeStacks(s *snapshot.Snapshot, lockOf map[int]string) {
+	if s.Target.Kind == snapshot.KindJVM || s.Dump != nil {
+		return
+	}
+	o := a.os
+	for i := range s.Threads {
+		t := &s.Threads[i]
+		if len(t.Stack) == 0 {
+			continue
+		}
+		fs := a.nativeFoldedStack(t.Stack)
+		state, lock := "WAITING", lockOf[t.TID]
+		if lock != "" {
+			state = "BLOCKED"
+		}
+		pool := ""
+		if i < len(o.cur) {
+			pool = o.cur[i].pool
+		}
+		countStack(fs, StackLabel{State: state, Pool: pool}, lock)
+	}
+	if len(a.stacks) > a.opts.MaxStacks {
+		a.pruneStacks()
+	}
+}
+
+// nativeFoldedStack returns the stack table's entry of st, creating it;
+// the key is built in the reused buffer, as foldedStack's.
+func (a *Aggregator) nativeFoldedStack(st []procfs.StackFrame) *FoldedStack {
+	key := a.foldKey[:0]
+	for i := len(st) - 1; i >= 0; i-- {
+		if i < len(st)-1 {
+			key = append(key, ';')
+		}
+		key = append(key, st[i].Name()...)
+	}
+	a.foldKey = key
+	fs := a.stacks[string(key)]
+	if fs == nil {
+		fs = &FoldedStack{Frames: nativeStackNames(st), ByLabel: map[StackLabel]int{}}
+		a.stacks[string(key)] = fs
+	}
+	return fs
+}
+
+// frameNames is up to n of a stack's frame names, innermost first.
+func frameNames(st []procfs.StackFrame, n int) []string {
+	out := make([]string, 0, min(n, len(st)))
+	for _, f := range st[:min(n, len(st))] {
+		out = append(out, f.Name())
+	}
+	return out
+}
+
+// lockOfWaiters inverts the lock table's waiters of one sample (lock ID →
+// tids) to tid → lock ID.
+func lockOfWaiters(waiters map[string][]int) map[int]string {
+	out := make(map[int]string, len(waiters))
+	for id, tids := range waiters {
+		for _, tid := range tids {
+			out[tid] = id
+		}
+	}
+	return out
+}
