@@ -49,6 +49,13 @@ var compileMu sync.Mutex
 // binaries) and returns the executable's path.
 func Build(t testing.TB, name string) string {
 	t.Helper()
+	return BuildFlags(t, name)
+}
+
+// BuildFlags is Build with extra compiler flags after the usual ones (a
+// later -O2 or -O0 overrides the -O1), cached apart from the usual build.
+func BuildFlags(t testing.TB, name string, extra ...string) string {
+	t.Helper()
 	dir, err := sourceDir()
 	if err != nil {
 		t.Fatalf("testnative: %v", err)
@@ -62,6 +69,10 @@ func Build(t testing.TB, name string) string {
 	code, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatalf("testnative: %v", err)
+	}
+	flags = append(flags, extra...)
+	if len(extra) > 0 {
+		code = append(code, "\x00"+strings.Join(extra, " ")...)
 	}
 	cc, err := exec.LookPath(compiler)
 	if err != nil {
@@ -101,9 +112,9 @@ func Build(t testing.TB, name string) string {
 // release build ships: a copy in a directory of its own, under the same
 // name, so the kernel's comm and the module name are those of the
 // unstripped build.
-func BuildStripped(t testing.TB, name string) string {
+func BuildStripped(t testing.TB, name string, extra ...string) string {
 	t.Helper()
-	bin := Build(t, name)
+	bin := BuildFlags(t, name, extra...)
 	dir := filepath.Join(filepath.Dir(bin), "stripped")
 	out := filepath.Join(dir, name)
 	compileMu.Lock()
@@ -158,6 +169,8 @@ type Options struct {
 	// Stripped runs the program built without its symbol table
 	// (BuildStripped).
 	Stripped bool
+	// Flags are extra compiler flags (BuildFlags), as "-O2".
+	Flags []string
 }
 
 // Start builds and starts testdata/c/<name>.c with args, waits for its
@@ -172,9 +185,9 @@ func StartWith(t testing.TB, o Options, name string, args ...string) *Process {
 	t.Helper()
 	bin := ""
 	if o.Stripped {
-		bin = BuildStripped(t, name)
+		bin = BuildStripped(t, name, o.Flags...)
 	} else {
-		bin = Build(t, name)
+		bin = BuildFlags(t, name, o.Flags...)
 	}
 	command := append([]string{bin}, args...)
 	if o.Prioritized {

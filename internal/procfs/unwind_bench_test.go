@@ -1,0 +1,101 @@
+package procfs
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/testnative"
+)
+
+// manyBlockedThreads starts many_threads with n sleepers and returns its
+// threads once all of them sleep in a system call.
+func manyBlockedThreads(b *testing.B, n int) (*testnative.Process, []Thread) {
+	b.Helper()
+	p := testnative.Start(b, "many_threads", "1000")
+	r, err := NewFS("/proc").NewThreadReader(p.PID)
+	require.NoError(b, err)
+	defer r.Close()
+	var threads []Thread
+	require.NoError(b, pollUntil(60*time.Second, func() error {
+		threads, err = r.Read(nil)
+		if err != nil {
+			return err
+		}
+		blocked := 0
+		for _, t := range threads {
+			if t.Syscall >= 0 && t.SyscallPC != 0 {
+				blocked++
+			}
+		}
+		if blocked < n+1 {
+			return errNotYet
+		}
+		return nil
+	}))
+	return p, threads
+}
+
+var errNotYet = errorString("not yet")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+func reportUnwind(b *testing.B, u *Unwinder, threads []Thread) {
+	st := u.Stats()
+	frames := 0
+	for _, t := range threads {
+		frames += len(t.Stack)
+		if len(t.Stack) < 4 {
+			b.Fatalf("thread %d: short stack %v", t.TID, frameNames(t.Stack))
+		}
+	}
+	b.ReportMetric(float64(len(threads))*float64(b.N)/b.Elapsed().Seconds(), "stacks/s")
+	b.ReportMetric(float64(frames)/float64(len(threads)), "frames/stack")
+	b.ReportMetric(float64(st.TableBytes), "table-bytes")
+	if st.Modules > 0 {
+		b.ReportMetric(float64(st.TableBytes)/float64(st.Modules), "table-bytes/module")
+	}
+	b.ReportMetric(float64(st.Reads)/float64(st.Stacks), "reads/stack")
+}
+
+// BenchmarkUnwind1000ThreadsWarm unwinds the 1,001 blocked threads of
+// many_threads with the tables read and the program counters cached: one
+// op is the whole sweep (UnwindBlocked, its read of the maps included).
+func BenchmarkUnwind1000ThreadsWarm(b *testing.B) {
+	p, threads := manyBlockedThreads(b, 1000)
+	fs := NewFS("/proc")
+	u := fs.NewUnwinder(p.PID)
+	defer u.Close()
+	mem := fs.NewMemReader(p.PID)
+	defer mem.Close()
+	u.UnwindBlocked(threads, mem)
+	b.ResetTimer()
+	for b.Loop() {
+		u.UnwindBlocked(threads, mem)
+	}
+	b.StopTimer()
+	reportUnwind(b, u, threads)
+}
+
+// BenchmarkUnwind1000ThreadsCold is the same sweep with nothing cached:
+// a new Unwinder, and the shared tables dropped, so each op reads the
+// binaries' .eh_frame and symbols again (libc's from its debug file).
+func BenchmarkUnwind1000ThreadsCold(b *testing.B) {
+	p, threads := manyBlockedThreads(b, 1000)
+	fs := NewFS("/proc")
+	mem := fs.NewMemReader(p.PID)
+	defer mem.Close()
+	var u *Unwinder
+	for b.Loop() {
+		tableCache.Lock()
+		tableCache.m = nil
+		tableCache.Unlock()
+		u = fs.NewUnwinder(p.PID)
+		u.UnwindBlocked(threads, mem)
+	}
+	b.StopTimer()
+	reportUnwind(b, u, threads)
+}

@@ -1,0 +1,148 @@
+// stacks: threads that block in known call chains, for the native stack
+// unwinder. Every chain's own functions are noinline and do work after
+// their call, so that no optimization level folds or tail-calls them away.
+//
+//   heap-N:   worker_loop -> post_entry -> pthread_mutex_lock (a heap mutex)
+//   global-N: global_loop -> take_global -> pthread_mutex_lock (a global one)
+//   deep:     level_a -> level_b -> level_c -> nanosleep
+//   cond:     cond_outer -> cond_inner -> pthread_cond_wait
+//   holder:   holds both mutexes, in holder_main -> nanosleep
+//
+// usage: stacks [WAITERS]   (WAITERS per mutex, 2 by default)
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline, noclone))
+
+pthread_mutex_t global_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t *heap_mutex;
+static pthread_mutex_t cond_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static pthread_barrier_t held;
+volatile long counter;
+
+NOINLINE void post_entry(pthread_mutex_t *m) {
+	pthread_mutex_lock(m);
+	counter++;
+	pthread_mutex_unlock(m);
+	counter++;
+}
+
+NOINLINE void *worker_loop(void *arg) {
+	for (;;) {
+		post_entry(heap_mutex);
+		counter += (long)arg;
+	}
+	return NULL;
+}
+
+NOINLINE void take_global(void) {
+	pthread_mutex_lock(&global_mutex);
+	counter++;
+	pthread_mutex_unlock(&global_mutex);
+	counter++;
+}
+
+NOINLINE void *global_loop(void *arg) {
+	for (;;) {
+		take_global();
+		counter += (long)arg;
+	}
+	return NULL;
+}
+
+NOINLINE void level_c(long n) {
+	struct timespec ts = {3600, 0};
+	while (nanosleep(&ts, NULL) != 0) {
+	}
+	counter += n;
+}
+
+NOINLINE void level_b(long n) {
+	level_c(n + 1);
+	counter += n;
+}
+
+NOINLINE void level_a(long n) {
+	level_b(n + 1);
+	counter += n;
+}
+
+NOINLINE void *deep_main(void *arg) {
+	for (;;) {
+		level_a((long)arg);
+		counter++;
+	}
+	return NULL;
+}
+
+NOINLINE void cond_inner(void) {
+	pthread_mutex_lock(&cond_mutex);
+	for (;;)
+		pthread_cond_wait(&cond, &cond_mutex);
+	pthread_mutex_unlock(&cond_mutex);
+	counter++;
+}
+
+NOINLINE void cond_outer(void) {
+	cond_inner();
+	counter++;
+}
+
+NOINLINE void *cond_main(void *arg) {
+	cond_outer();
+	counter += (long)arg;
+	return NULL;
+}
+
+NOINLINE void holder_main(void) {
+	pthread_mutex_lock(heap_mutex);
+	pthread_mutex_lock(&global_mutex);
+	pthread_barrier_wait(&held);
+	for (;;) {
+		struct timespec ts = {3600, 0};
+		nanosleep(&ts, NULL);
+		counter++;
+	}
+}
+
+static void *holder_thread(void *arg) {
+	(void)arg;
+	holder_main();
+	return NULL;
+}
+
+static void start(const char *name, void *(*fn)(void *), long arg) {
+	pthread_t t;
+	if (pthread_create(&t, NULL, fn, (void *)arg) != 0) {
+		perror("pthread_create");
+		exit(1);
+	}
+	pthread_setname_np(t, name);
+}
+
+int main(int argc, char **argv) {
+	int waiters = argc > 1 ? atoi(argv[1]) : 2;
+	heap_mutex = malloc(sizeof *heap_mutex);
+	pthread_mutex_init(heap_mutex, NULL);
+	pthread_barrier_init(&held, NULL, 2);
+	start("holder", holder_thread, 0);
+	pthread_barrier_wait(&held);
+	char name[16];
+	for (int i = 0; i < waiters; i++) {
+		snprintf(name, sizeof name, "heap-%d", i);
+		start(name, worker_loop, i);
+		snprintf(name, sizeof name, "global-%d", i);
+		start(name, global_loop, i);
+	}
+	start("deep", deep_main, 1);
+	start("cond", cond_main, 1);
+	printf("READY\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
