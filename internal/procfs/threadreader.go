@@ -1122,3 +1122,22 @@ func openat(dirfd int, path []byte) (int, error) {
 const userHZ = 100
 
 func ticks(n uint64) time.Duration { return time.Duration(n) * (time.Second / userHZ) }
+
+// StillBlocked reads t's system call again and reports whether it is still
+// blocked where the sweep saw it: the same call and arguments, at the same
+// stack pointer and program counter. An unwinder reads a blocked thread's
+// stack after the sweep; a thread that woke in between may have written
+// over it, and its stack would be a mix of two moments.
+func (r *ThreadReader) StillBlocked(t *Thread) bool {
+	tf := r.threads[t.TID]
+	if tf == nil || t.Syscall < 0 {
+		return false
+	}
+	b, err := r.read(t.TID, tf, fileSyscall)
+	if err != nil {
+		return false
+	}
+	now := Thread{Syscall: SyscallUnknown}
+	parseSyscall(b, &now)
+	return now.Syscall == t.Syscall && now.SyscallArgs == t.SyscallArgs && now.SyscallSP == t.SyscallSP && now.SyscallPC == t.SyscallPC
+}

@@ -41,9 +41,10 @@ type cachedStack struct {
 type stackState struct {
 	unwinder *procfs.Unwinder
 	cache    map[int]cachedStack
-	// Unwound counts the stacks unwound afresh, and Reused those taken
-	// from the cache, over the run (for the benchmarks).
-	Unwound, Reused int
+	// Unwound counts the stacks unwound afresh, Reused those taken from
+	// the cache, and Discarded those dropped because the thread woke
+	// while its stack was read, over the run (for tests and benchmarks).
+	Unwound, Reused, Discarded int
 }
 
 // unwindStacks fills Stack for the threads this target's stacks are taken
@@ -91,6 +92,12 @@ func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.F
 		fresh++
 		t.Stack = s.stacks.unwinder.Unwind(procfs.Regs{PC: t.SyscallPC, SP: t.SyscallSP}, s.mem, procfs.MaxStackFrames)
 		s.stacks.Unwound++
+		if len(t.Stack) > 0 && !s.threads.StillBlocked(t) {
+			// It woke while its stack was read: the frames may mix two
+			// moments. No stack rather than a wrong one.
+			t.Stack = nil
+			s.stacks.Discarded++
+		}
 		if len(t.Stack) > 0 {
 			next[t.TID] = cachedStack{key: key, stack: t.Stack}
 		}
