@@ -132,7 +132,13 @@ func buildFuncTable(cands []funcCandidate, strtab []byte) *funcTable {
 		}
 		return cands[i].size > cands[j].size
 	})
-	t := &funcTable{}
+	unique := 0
+	for i := range cands {
+		if i == 0 || cands[i-1].value != cands[i].value {
+			unique++
+		}
+	}
+	t := &funcTable{funcs: make([]funcSym, 0, unique)}
 	var names strings.Builder
 	for i, c := range cands {
 		if i > 0 && cands[i-1].value == c.value {
@@ -146,7 +152,6 @@ func buildFuncTable(cands []funcCandidate, strtab []byte) *funcTable {
 		names.Write(strtab[c.name : c.name+c.len])
 	}
 	t.names = names.String()
-	t.funcs = t.funcs[:len(t.funcs):len(t.funcs)]
 	return t
 }
 

@@ -49,6 +49,8 @@ type UnwindStats struct {
 	// (not found in the cache); Modules the binaries it named frames in;
 	// TableBytes what their tables hold.
 	TablesLoaded, Modules, TableBytes int
+	// ModuleBytes are the table bytes by module name.
+	ModuleBytes map[string]int
 }
 
 // pcInfo is what one program counter's frame needs, cached.
@@ -59,7 +61,7 @@ type pcInfo struct {
 }
 
 const (
-	// stackChunk is how much stack one read takes.
+	// stackChunk is how much stack one read takes (the first, less).
 	stackChunk = 16 << 10
 	// maxScanBytes bounds the stack scanned for one frame's return
 	// address; unknownStackBytes the stack assumed above the stack
@@ -94,12 +96,14 @@ func (u *Unwinder) UnwindBlocked(threads []Thread, mem StackMemory) {
 // Stats returns the unwinder's counts so far.
 func (u *Unwinder) Stats() UnwindStats {
 	s := u.stats
+	s.ModuleBytes = map[string]int{}
 	seen := map[*moduleTables]bool{}
 	for _, m := range u.modules {
 		if m.tab != nil && !seen[m.tab] {
 			seen[m.tab] = true
 			s.Modules++
 			s.TableBytes += m.tab.bytes()
+			s.ModuleBytes[m.name] = m.tab.bytes()
 		}
 	}
 	return s
@@ -446,8 +450,15 @@ func (w *stackWindow) word(addr uint64) (uint64, bool) {
 	// ends sooner than the maps said (or no mapping was known), halves
 	// until a read succeeds, and keeps that size for the stack's
 	// further reads. Nothing readable: the stack ends here.
+	first := w.n == 0 && w.chunk == stackChunk
 	for size := w.chunk; size >= 8; size /= 2 {
 		n := min(size, w.hi-addr)
+		if first {
+			// The first read ends a page past the stack pointer's: /proc's
+			// reads cost by the page, and a blocked thread's frames
+			// mostly fit.
+			n = min(n, (addr|4095)+1+4096-addr)
+		}
 		if n < 8 {
 			break
 		}

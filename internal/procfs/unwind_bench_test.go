@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,12 @@ func reportUnwind(b *testing.B, u *Unwinder, threads []Thread) {
 		b.ReportMetric(float64(st.TableBytes)/float64(st.Modules), "table-bytes/module")
 	}
 	b.ReportMetric(float64(st.Reads)/float64(st.Stacks), "reads/stack")
+	for name, n := range st.ModuleBytes {
+		if strings.HasPrefix(name, "libc.so") {
+			b.ReportMetric(float64(n), "libc-table-bytes")
+		}
+	}
+	b.Logf("table bytes by module: %v", st.ModuleBytes)
 }
 
 // BenchmarkUnwind1000ThreadsWarm unwinds the 1,001 blocked threads of
@@ -98,4 +105,20 @@ func BenchmarkUnwind1000ThreadsCold(b *testing.B) {
 	}
 	b.StopTimer()
 	reportUnwind(b, u, threads)
+}
+
+// TestUnwindTableBytes logs what libc's tables hold, part by part.
+func TestUnwindTableBytesLibc(t *testing.T) {
+	p := testnative.Start(t, "many_threads", "2")
+	fs := NewFS("/proc")
+	u := fs.NewUnwinder(p.PID)
+	defer u.Close()
+	threads := readThreads(t, p.PID)
+	u.UnwindBlocked(threads, fs.NewMemReader(p.PID))
+	for _, m := range u.modules {
+		if m.tab != nil {
+			t.Logf("%s: eh %d bytes (%d FDEs, section %d), funcs %d bytes (%d functions, names %d)", m.name,
+				m.tab.eh.bytes(), m.tab.eh.fdeCount(), len(m.tab.eh.data), m.tab.funcs.bytes(), len(m.tab.funcs.funcs), len(m.tab.funcs.names))
+		}
+	}
 }

@@ -165,11 +165,18 @@ var stacksChains = map[string]struct {
 // TestUnwindStacksMatchGDB unwinds the blocked threads of stacks.c built
 // -O0, -O1 and -O2 without stopping them, and compares each stack with
 // gdb's backtrace of the same thread: the program's frames exactly, and
-// every frame in gdb's order.
+// every frame in gdb's order. The "nocfi" build has no .eh_frame for the
+// program's functions but keeps frame pointers (as JIT code may): its
+// frames are unwound by rbp, once libc's CFI says where it was saved,
+// or by the stack scan.
 func TestUnwindStacksMatchGDB(t *testing.T) {
-	for _, opt := range []string{"-O0", "-O1", "-O2"} {
-		t.Run(opt, func(t *testing.T) {
-			p := testnative.StartWith(t, testnative.Options{Flags: []string{opt}}, "stacks")
+	builds := map[string][]string{
+		"-O0": {"-O0"}, "-O1": {"-O1"}, "-O2": {"-O2"},
+		"nocfi": {"-O2", "-fno-omit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"},
+	}
+	for _, build := range []string{"-O0", "-O1", "-O2", "nocfi"} {
+		t.Run(build, func(t *testing.T) {
+			p := testnative.StartWith(t, testnative.Options{Flags: builds[build]}, "stacks")
 			fs := NewFS("/proc")
 			u := fs.NewUnwinder(p.PID)
 			defer u.Close()
@@ -203,6 +210,12 @@ func TestUnwindStacksMatchGDB(t *testing.T) {
 			}
 			st := u.Stats()
 			t.Logf("%+v", st)
+			switch build {
+			case "-O2":
+				assert.Zero(t, st.ScanFrames+st.FPFrames, "-O2: every frame by CFI")
+			case "nocfi":
+				assert.Positive(t, st.ScanFrames+st.FPFrames, "nocfi: the program's frames without CFI")
+			}
 			assert.Equal(t, len(stacksChains)+1, st.Stacks, "the main thread in pause too")
 		})
 	}
