@@ -16,8 +16,8 @@ import (
 	"github.com/ctprof/ctprof/internal/testgolden"
 )
 
-// replayNative replays a recording of a native process (no thread dump,
-// so no stacks).
+// replayNative replays a recording of a native process (no thread dump;
+// the native stacks of its blocked threads).
 func replayNative(t *testing.T, name string) Refresh {
 	t.Helper()
 	r, err := record.Open(filepath.Join("testdata", name+".ctprof"))
@@ -42,7 +42,7 @@ func replayNative(t *testing.T, name string) Refresh {
 // against testdata/c/lock_convoy.c (3 threads per group, 20 ms holds):
 // the lock pane names each futex by its stable name and its OWNER column
 // the holder the mutex named (no "?"), and the lock's detail says what
-// the holder did.
+// the holder did, its stack, and where the waiters wait.
 func TestNativeLockScreens(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -50,7 +50,8 @@ func TestNativeLockScreens(t *testing.T) {
 		want []string
 	}{
 		{"native-locks-120x40", nil, []string{"waiting for: 2 on futex ", "global_lock", "[heap]+0x2a0", "shared memory (anonymous)+0x0"}},
-		{"native-lock-holder-120x40", []string{"enter"}, []string{"Holder: ", "(tid ", "mutex)", "What the holder did while holding it"}},
+		{"native-lock-holder-120x40", []string{"enter"}, []string{"Holder: ", "(tid ", "mutex)", "What the holder did while holding it",
+			"  stack     clock_nanosleep", "convoy", "Waiters wait at (samples):"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newSized(Options{Interval: 5e8, Profile: termenv.Ascii}, 120, 40)
