@@ -35,7 +35,9 @@ import (
 // (the JVM's own locks, its safepoint barrier). The truth is the test's own:
 // a jcmd Thread.print joins tids to Java names (nid), and the waiters' tids
 // are those the test saw in /proc/<pid>/task/<tid>/syscall waiting in
-// futex(2) on the mutex's address.
+// futex(2) on the mutex's address. The waiters' native stacks (the
+// sampler's unwinder) put them in the library's function that takes the
+// lock, called from the JNI method.
 func TestAttachJNILocks(t *testing.T) {
 	for _, j := range testjvm.All(t) {
 		t.Run(j.Name, func(t *testing.T) {
@@ -69,6 +71,7 @@ func TestAttachJNILocks(t *testing.T) {
 			assert.Equal(t, "libjnilocks.so", globalLock["module"])
 			assert.Regexp(t, `^jni_global_lock \(libjnilocks\.so\+0x[0-9a-f]+\)$`, globalLock["symbol"])
 			checkJNILock(t, globalLock, "jni-worker", names, seen[global])
+			checkJNIStacks(t, globalLock, "jni_locks_global_section", "Java_JniLocks_globalWork")
 
 			// The malloc'ed mutex, by its mapping and the offset in it: the
 			// same name at every sample of the run (one address), and no
@@ -79,6 +82,7 @@ func TestAttachJNILocks(t *testing.T) {
 			assert.Nil(t, heapLock["addresses"], "the heap mutex kept one address")
 			assert.Nil(t, heapLock["symbol"])
 			checkJNILock(t, heapLock, "jni-heap", names, seen[heap])
+			checkJNIStacks(t, heapLock, "jni_locks_heap_section", "Java_JniLocks_heapWork")
 			// Its holder's name is the dump's, not the OS thread's.
 			if h, ok := heapLock["holder"].(map[string]any); ok {
 				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", p.PID, int(h["tid"].(float64))))
@@ -103,6 +107,8 @@ func TestAttachJNILocks(t *testing.T) {
 			assert.Regexp(t, regexp.QuoteMeta("futex "+heapLock["class"].(string))+` <0x[0-9a-f]+>\s+held by "jni-heap-\d+" \(tid \d+\)`, out)
 			assert.Regexp(t, `waiters: jni-worker-\d+ \(tid \d+\), jni-worker-\d+`, out)
 			assert.Regexp(t, `waiters: jni-heap-\d+ \(tid \d+\), jni-heap-\d+`, out)
+			assert.Regexp(t, `wait site: jni_locks_global_section ← Java_JniLocks_globalWork \(\d+ sightings\)`, out)
+			assert.Regexp(t, `wait site: jni_locks_heap_section ← Java_JniLocks_heapWork \(\d+ sightings\)`, out)
 			if t.Failed() {
 				t.Logf("text:\n%s", out)
 			}
@@ -141,8 +147,37 @@ func checkJNILock(t *testing.T, l map[string]any, pool string, names map[int]str
 	}
 }
 
-// checkJNIFindings: one lock-hotspot finding per JNI lock, naming it and
-// its holder; no finding on another futex.
+// checkJNIStacks checks what the waiters' and the holder's native stacks
+// (unwound from /proc/<pid>/task/<tid>/syscall and /proc/<pid>/mem) say
+// of a JNI lock: the waiters wait in section, the library's function that
+// takes the lock, called from the JNI method jni; the holder, when it was
+// unwound (blocked in nanosleep inside its critical section), is in
+// section too.
+func checkJNIStacks(t *testing.T, l map[string]any, section, jni string) {
+	t.Helper()
+	site := section + " ← " + jni
+	assert.Equal(t, site, l["wait_frame"], "the waiters' native wait site")
+	frames, _ := l["wait_frames"].([]any)
+	sightings := 0.0
+	for _, f := range frames {
+		f := f.(map[string]any)
+		if f["frame"] == site {
+			sightings = f["samples"].(float64)
+		}
+	}
+	assert.GreaterOrEqual(t, sightings, 2.0, "sightings of the waiters in %s: %v", site, frames)
+	if h, ok := l["holder"].(map[string]any); ok && h["stack"] != nil {
+		var stack []string
+		for _, f := range h["stack"].([]any) {
+			stack = append(stack, f.(string))
+		}
+		assert.Contains(t, stack, section, "the holder's native stack")
+		assert.Contains(t, h["runs"], section, "what the holder runs")
+	}
+}
+
+// checkJNIFindings: one lock-hotspot finding per JNI lock, naming it, the
+// waiters' native wait site and its holder; no finding on another futex.
 func checkJNIFindings(t *testing.T, doc map[string]any, heapLock map[string]any) {
 	t.Helper()
 	var global, heap bool
@@ -154,10 +189,12 @@ func checkJNIFindings(t *testing.T, doc map[string]any, heapLock map[string]any)
 			global = true
 			assert.Equal(t, "lock-hotspot", f["kind"])
 			assert.Regexp(t, `"jni-worker-\d+" held it`, s)
+			assert.Contains(t, s, " in jni_locks_global_section ← Java_JniLocks_globalWork ")
 		case strings.Contains(s, "futex "+heapLock["class"].(string)+" "):
 			heap = true
 			assert.Equal(t, "lock-hotspot", f["kind"])
 			assert.Regexp(t, `"jni-heap-\d+" held it`, s)
+			assert.Contains(t, s, " in jni_locks_heap_section ← Java_JniLocks_heapWork ")
 		default:
 			assert.NotContains(t, s, "futex", "a finding on another futex")
 		}
