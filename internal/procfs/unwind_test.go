@@ -212,11 +212,37 @@ func TestUnwindStacksMatchGDB(t *testing.T) {
 			t.Logf("%+v", st)
 			switch build {
 			case "-O2":
-				assert.Zero(t, st.ScanFrames+st.FPFrames, "-O2: every frame by CFI")
+				assert.Equal(t, 1, st.ScanFrames+st.FPFrames, "-O2: every frame by CFI but the jit thread's in its anonymous code")
 			case "nocfi":
 				assert.Positive(t, st.ScanFrames+st.FPFrames, "nocfi: the program's frames without CFI")
 			}
-			assert.Equal(t, len(stacksChains)+1, st.Stacks, "the main thread in pause too")
+			assert.Equal(t, len(stacksChains)+2, st.Stacks, "the jit thread and the main thread in pause too")
+		})
+	}
+}
+
+// TestUnwindThroughJITCode unwinds the thread of stacks.c that calls
+// through code it copied into anonymous executable memory, as a JIT's
+// code is: no symbol and no CFI there, so its caller is found by the
+// frame pointer or the stack scan (an ff /2 call before the return
+// address), and the frame is named by its mapping and offset.
+func TestUnwindThroughJITCode(t *testing.T) {
+	for _, build := range []string{"-O0", "-O2"} {
+		t.Run(build, func(t *testing.T) {
+			p := testnative.StartWith(t, testnative.Options{Flags: []string{build}}, "stacks")
+			fs := NewFS("/proc")
+			u := fs.NewUnwinder(p.PID)
+			defer u.Close()
+			mem := fs.NewMemReader(p.PID)
+			defer mem.Close()
+			byName := blockedThreads(t, p.PID, u, mem, map[string]int{"jit": sysNanosleepOrClock})
+			got := frameNames(byName["jit"].Stack)
+			i := slices.Index(got, "jit_callee")
+			require.Positive(t, i, "%v", got)
+			assert.Equal(t, []string{"jit_callee", "anonymous memory+0x50", "jit_main", "start_thread", "clone3"}, got[i:])
+			assert.Contains(t, got[i-1], "nanosleep", "%v", got)
+			st := u.Stats()
+			assert.Positive(t, st.FPFrames+st.ScanFrames, "%+v", st)
 		})
 	}
 }

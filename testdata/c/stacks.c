@@ -7,12 +7,17 @@
 //   deep:     level_a -> level_b -> level_c -> nanosleep
 //   cond:     cond_outer -> cond_inner -> pthread_cond_wait
 //   holder:   holds both mutexes, in holder_main -> nanosleep
+//   jit:      jit_main -> code copied into anonymous executable memory
+//             (no symbol, no CFI; it keeps a frame pointer) -> jit_callee
+//             -> nanosleep
 //
 // usage: stacks [WAITERS]   (WAITERS per mutex, 2 by default)
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -110,6 +115,36 @@ NOINLINE void holder_main(void) {
 	}
 }
 
+NOINLINE void jit_callee(void) {
+	struct timespec ts = {3600, 0};
+	while (nanosleep(&ts, NULL) != 0) {
+	}
+	counter++;
+}
+
+// JIT_OFFSET is where the stub starts in its page: its return address
+// from jit_callee is anonymous memory+0x50 (JIT_OFFSET + 16).
+#define JIT_OFFSET 64
+
+NOINLINE void *jit_main(void *arg) {
+	unsigned char *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (code == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	// push rbp; mov rbp, rsp; movabs rax, jit_callee; call rax; pop rbp; ret
+	unsigned char stub[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xd0, 0x5d, 0xc3};
+	void (*target)(void) = jit_callee;
+	memcpy(stub + 6, &target, sizeof target);
+	memcpy(code + JIT_OFFSET, stub, sizeof stub);
+	void (*fn)(void) = (void (*)(void))(code + JIT_OFFSET);
+	for (;;) {
+		fn();
+		counter += (long)arg;
+	}
+	return NULL;
+}
+
 static void *holder_thread(void *arg) {
 	(void)arg;
 	holder_main();
@@ -141,6 +176,7 @@ int main(int argc, char **argv) {
 	}
 	start("deep", deep_main, 1);
 	start("cond", cond_main, 1);
+	start("jit", jit_main, 1);
 	printf("READY\n");
 	fflush(stdout);
 	for (;;)
