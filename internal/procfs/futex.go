@@ -269,3 +269,20 @@ func (so *stackOwners) name(threads []Thread, r resolved, sym *Symbolizer) Locat
 	l.Module = "[stack:" + strconv.Itoa(tid) + "]"
 	return l
 }
+
+// ClassifyFutex classes a futex wait by its futex(2) operation (flags
+// included), the value the waiter expected and the address's location,
+// as the sweep classes the waits it sees (a lock, a condition, unknown);
+// the exact-wait tracer classes the calls it counted the same way. It
+// returns "" for an operation that does not block.
+func ClassifyFutex(op, val uint64, loc Location) FutexKind {
+	switch op & futexCmdMask {
+	case futexWait, futexWaitBitset, futexLockPI, futexLockPI2, futexWaitRequeuePI:
+		return classifyFutex(op, val, loc)
+	}
+	return ""
+}
+
+// FutexOpName names a futex(2) operation with its private flag
+// ("FUTEX_WAIT_PRIVATE").
+func FutexOpName(op uint64) string { return futexOpName(op) }

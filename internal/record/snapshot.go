@@ -159,6 +159,9 @@ func encodeSnapshot(e *encoder, s *snapshot.Snapshot, prev threadState, key bool
 	if e.version >= 4 && s.Host != nil {
 		encodeHostCPU(e, s.Host)
 	}
+	if e.version >= 6 {
+		encodeFutexTrace(e, s.FutexTrace)
+	}
 	return next
 }
 
@@ -292,6 +295,9 @@ func decodeSnapshot(d *decoder, prev threadState, key bool) (*snapshot.Snapshot,
 	}
 	if d.version >= 4 && s.Host != nil {
 		decodeHostCPU(d, s.Host)
+	}
+	if d.version >= 6 {
+		s.FutexTrace = decodeFutexTrace(d)
 	}
 	return s, next
 }

@@ -68,3 +68,30 @@ func TestStacksRoundTripAndVersion5(t *testing.T) {
 		}
 	}
 }
+
+// The futex waits the kernel counted (version 6) survive the round trip,
+// stacks and durations included.
+func TestFutexTraceRoundTrip(t *testing.T) {
+	ft := &snapshot.FutexTrace{
+		Elapsed: time.Second, Calls: 41234.5, Exact: true, Traced: 2000, TracedShare: 0.0485, Lost: 3, Cost: 7 * time.Millisecond,
+		Futexes: []snapshot.TracedFutex{{
+			Address: 0x55550000a040, Kind: procfs.FutexLock, Op: "FUTEX_WAIT_PRIVATE",
+			Location: procfs.Location{Address: 0x55550000a040, Module: "server", ModulePath: "/srv/server", Offset: 0x4040, Symbol: "log_lock", SymbolSize: 40},
+			Waits:    40000.25, Traced: 1900, TimedOut: 2, Total: 95 * time.Millisecond, Max: 3 * time.Millisecond,
+			Durations: []time.Duration{time.Microsecond, 20 * time.Microsecond, 3 * time.Millisecond},
+			TIDs:      []int{10, 11},
+			Stacks:    [][]procfs.StackFrame{{{PC: 1, Module: "libc.so.6", Function: "__lll_lock_wait", Offset: 4}, {PC: 2, Module: "server", Function: "post_entry"}}},
+		}, {Address: 0x7f0000001000, Kind: procfs.FutexCondition, Op: "FUTEX_WAIT_BITSET_PRIVATE", Waits: 3, Traced: 3}},
+	}
+	snaps := []*snapshot.Snapshot{
+		{Time: time.Unix(1, 0), Threads: []snapshot.OSThread{{TID: 10, Name: "w"}}},
+		{Time: time.Unix(2, 0), Threads: []snapshot.OSThread{{TID: 10, Name: "w"}}, FutexTrace: ft},
+	}
+	path := filepath.Join(t.TempDir(), "run.ctprof")
+	writeAll(t, path, snaps)
+	got, r := readAll(t, path)
+	assert.Empty(t, r.Warnings())
+	require.Len(t, got, 2)
+	assert.Nil(t, got[0].FutexTrace)
+	assert.Equal(t, ft, got[1].FutexTrace)
+}

@@ -92,6 +92,11 @@ type Snapshot struct {
 	// error counter.
 	Errors []string
 
+	// FutexTrace is what the kernel counted of a native target's futex
+	// waits since the previous sample (attach as root: --exact-waits);
+	// nil without it.
+	FutexTrace *FutexTrace
+
 	// Stopped is set when every thread of the process was stopped at this
 	// tick (hung.go); NoAnswer when the JVM has not answered a request
 	// within its deadline. Neither is kept in recordings.

@@ -1,0 +1,57 @@
+package snapshot
+
+import (
+	"time"
+
+	"github.com/ctprof/ctprof/internal/procfs"
+)
+
+// FutexTrace is what the kernel counted of a native target's futex waits
+// since the previous batch: every blocking futex(2) call of its threads,
+// from the syscall tracepoints through perf_event_open, when ctprof runs
+// with the privilege (root or CAP_PERFMON) — the native counterpart of
+// the waits a JVM's Flight Recorder measures. Calls are counted exactly;
+// at high rates their durations come from sampling windows and the
+// per-futex figures are scaled to the exact counts (TracedShare says how
+// much was timed).
+type FutexTrace struct {
+	// Elapsed is the time the batch covers.
+	Elapsed time.Duration
+	// Calls are the blocking futex calls of the target's threads in the
+	// batch (exact when Exact), Traced those timed.
+	Calls       float64
+	Exact       bool
+	Traced      uint64
+	TracedShare float64
+	// Lost counts records the kernel dropped (full rings): those calls
+	// are counted but not timed.
+	Lost uint64
+	// Cost is the CPU time ctprof spent reading and pairing the records.
+	Cost time.Duration
+	// Futexes are the waits by futex address.
+	Futexes []TracedFutex
+}
+
+// TracedFutex is one futex address's waits in a FutexTrace batch.
+type TracedFutex struct {
+	Address  uint64
+	Location procfs.Location
+	// Kind classes the waits as a lock's or a condition's, as for a
+	// sampled futex wait (procfs.ClassifyFutex).
+	Kind FutexKind
+	Op   string
+	// Waits estimates the calls that slept (scaled to the exact counts);
+	// Traced is the calls timed, TimedOut those that ended by their
+	// timeout.
+	Waits    float64
+	Traced   int
+	TimedOut int
+	// Total and Max are the timed waits' time in the kernel; Durations a
+	// uniform sample of them, sorted.
+	Total, Max time.Duration
+	Durations  []time.Duration
+	// TIDs are threads that waited (at most 32).
+	TIDs []int
+	// Stacks are some waiters' stacks at the call, innermost first.
+	Stacks [][]procfs.StackFrame
+}
