@@ -175,9 +175,13 @@ type Batch struct {
 	Elapsed time.Duration
 	// Futexes are by total traced wait time, longest first.
 	Futexes []Futex
-	// Calls is the exact number of blocking futex calls of the target's
-	// traced threads (every futex call when KernelFilter is false).
-	Calls uint64
+	// Calls is the number of blocking futex calls of the target's traced
+	// threads (every futex call when KernelFilter is false): exact when
+	// Exact is set, else the calls Counted in the sampling windows scaled,
+	// thread by thread, to the time between them.
+	Calls   float64
+	Counted uint64
+	Exact   bool
 	// Traced is the number of those calls whose entry was traced.
 	Traced uint64
 	// TracedShare is Traced/Calls (1 when there were no calls) and Share
@@ -187,6 +191,10 @@ type Batch struct {
 	// Lost counts records the kernel dropped because a ring was full, Bad
 	// those ctprof could not parse; both make some calls untimed.
 	Lost, Bad uint64
+	// TailDropped counts the records the kernel dropped after a tail event
+	// had written the exit it was on for (the futex exits that followed
+	// until the reader closed it): they cost no timing.
+	TailDropped uint64
 	// Throttled counts the kernel's throttling of a sampling event.
 	Throttled uint64
 	// Threads is the number of threads traced at the end of the batch.
@@ -198,6 +206,8 @@ type Batch struct {
 	// Cost is the CPU time the tracer's goroutine used in the batch: the
 	// reading and the pairing, like a dump's pause for the JVM.
 	Cost time.Duration
+	// Realtime says the reader ran at SCHED_FIFO 1 (see Options.NoRealtime).
+	Realtime bool
 	// InProgress are traced calls still waiting (at most 64).
 	InProgress []InProgress
 }

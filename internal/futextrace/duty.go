@@ -6,131 +6,206 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// tailPoll is how often a thread whose traced call outlived its window is
-// looked at: once its exit is read, its exit event goes off again.
-const tailPoll = 10 * time.Millisecond
+// bytesPerCall is what one traced blocking call writes to its thread's
+// ring: its entry (96 bytes), its exit (56) and, for a lock, about one
+// FUTEX_WAKE's exit (56; the exit event cannot tell a wake's exit from a
+// wait's, so it records every futex exit).
+const bytesPerCall = 208
 
-// startPeriod reads the counters, sets the share of the period the
-// sampling events are on for, and opens the period's window.
+// The duty cycle.
+//
+// At low rates (at most Options.MaxTracedRate blocking calls a second)
+// every thread's events stay attached: every call is counted and traced.
+// Above it, the events are attached for windows only and closed in
+// between, since even counting costs the target at every futex call and
+// an open syscall tracepoint, enabled or not, at every system call (see
+// detach). The windows' share of the time is MaxTracedRate over the rate;
+// a window is short enough that a thread's records in it fill at most a
+// quarter of its ring at the thread's own rate (the reader wakes at half),
+// so the share is reached by opening windows more often, not longer. A
+// period is no shorter than its opens and closes make worth it.
+//
+// Each thread's calls are then its calls counted in the windows scaled to
+// the time it was not attached (Batch.Exact says which), and each traced
+// call counts as that thread's calls over its traced ones. Which calls
+// are traced depends on when they start, not on how long they last: a
+// call traced in a window is followed to its exit by the tail event.
+
+// minPeriod is the shortest period: 5 ms, or 0.4 ms per thread.
+func (s *state) minPeriod() time.Duration {
+	return max(5*time.Millisecond, time.Duration(len(s.threads))*400*time.Microsecond)
+}
+
+// startPeriod checks the rate at low rates, and opens a window at high.
 func (s *state) startPeriod(now time.Time) {
-	var calls uint64
-	for _, th := range s.threads {
-		if v, ok := readCount(th.countFD); ok {
-			calls += v - th.last
-			th.last = v
-		}
-	}
-	if !s.periodStart.IsZero() {
-		if el := now.Sub(s.periodStart).Seconds(); el > 0 {
-			rate := float64(calls) / el
-			s.share = 1
-			if rate > s.opts.MaxTracedRate {
-				s.share = s.opts.MaxTracedRate / rate
+	if !s.high {
+		var calls, busiest uint64
+		for _, th := range s.threads {
+			if !th.attached {
+				continue
+			}
+			if v, ok := readCount(th.countFD); ok {
+				calls += v - th.count0
+				busiest = max(busiest, v-th.count0)
+				th.counted += v - th.count0
+				th.count0 = v
 			}
 		}
+		el := now.Sub(s.periodStart)
+		s.periodStart = now
+		// A burst must not run traced for long: the counters are read
+		// every 20 ms, or less often for many threads.
+		s.period = min(s.opts.Period, max(s.minPeriod(), 20*time.Millisecond))
+		if el <= 0 || float64(calls)/el.Seconds() <= s.opts.MaxTracedRate {
+			for _, th := range s.threads {
+				if !th.attached && !th.tailOnly {
+					_ = s.attach(th, now)
+				}
+			}
+			return
+		}
+		s.high = true
+		s.plan(float64(calls)/el.Seconds(), float64(busiest)/el.Seconds())
+		for _, th := range s.threads {
+			s.detach(th, now, false)
+		}
+		return
 	}
 	s.periodStart = now
 	for _, th := range s.threads {
-		s.enable(th)
-	}
-	clear(s.tails)
-	s.windowOpen = s.share < 1
-	if s.windowOpen {
-		s.windowEnd = now.Add(max(time.Duration(s.share*float64(s.opts.Period)), time.Millisecond))
-	}
-}
-
-// closeWindow turns the enter events off, and the exit events of the
-// threads not inside a traced call.
-func (s *state) closeWindow() {
-	s.windowOpen = false
-	for _, th := range s.threads {
-		if th.enterOn && ioctl(th.enterFD, unix.PERF_EVENT_IOC_DISABLE, 0) == nil {
-			th.enterOn = false
+		if !th.attached && !th.tailOnly {
+			_ = s.attach(th, now)
 		}
 	}
-	for tid, th := range s.threads {
-		s.drain(th)
-		s.settle(tid, th)
-	}
+	s.windowOpen, s.windowStart = true, now
+	s.windowEnd = now.Add(max(time.Duration(s.share*float64(s.period)), time.Millisecond))
 }
 
-// settle turns a thread's exit event off once no traced call waits for it.
-// The order keeps the pairing honest: the entry was traced while the exit
-// event was on, and the exit event stays on until that call's exit is read.
-func (s *state) settle(tid int, th *thread) {
-	if th.pending && !th.hup {
-		s.tails[tid] = true
+// plan sets the share and the period from the rate of all threads and of
+// the busiest one. Each window's open and close registers and unregisters
+// the syscall tracepoints (the kernel patches its code for them), which
+// disturbs every CPU, so windows are few: one a Period when the reader
+// runs at a realtime priority and drains the rings as they fill. A reader
+// at the usual priority may run late, so its windows are short enough for
+// a ring to hold one (a quarter of it at the busiest thread's rate), and
+// more of them make the share.
+func (s *state) plan(rate, busiest float64) {
+	s.share = min(1, s.opts.MaxTracedRate/max(rate, 1))
+	s.period = s.opts.Period
+	if s.realtime {
 		return
 	}
-	if th.exitOn && ioctl(th.exit, unix.PERF_EVENT_IOC_DISABLE, 0) == nil {
-		th.exitOn = false
-		th.pending = false
-	}
-	delete(s.tails, tid)
+	ring := float64(s.opts.RingPages * pageSize)
+	window := time.Duration(ring / 4 / (bytesPerCall * max(busiest, 1)) * float64(time.Second))
+	s.period = min(s.opts.Period, max(s.minPeriod(), time.Duration(float64(window)/s.share)))
 }
 
-func (s *state) pollTails() {
-	for tid := range s.tails {
-		th := s.threads[tid]
-		if th == nil {
-			delete(s.tails, tid)
+// closeWindow closes the window's events, reads the rate they counted,
+// and goes back to low rates when it has fallen.
+func (s *state) closeWindow(now time.Time) {
+	s.windowOpen = false
+	el := now.Sub(s.windowStart).Seconds()
+	var calls, busiest uint64
+	for _, th := range s.threads {
+		if !th.attached {
 			continue
 		}
-		s.drain(th)
-		s.settle(tid, th)
+		before := th.counted
+		s.detach(th, now, false)
+		calls += th.counted - before
+		busiest = max(busiest, th.counted-before)
 	}
+	if el <= 0 {
+		return
+	}
+	// The rate is the windows' average, halved in weight every 50 ms of
+	// windows; the way back to low rates looks at 50 ms of them at least:
+	// one short window's few calls say little.
+	s.windowCalls += float64(calls)
+	s.windowTime += now.Sub(s.windowStart)
+	avg := s.windowCalls / s.windowTime.Seconds()
+	if s.windowTime >= 50*time.Millisecond {
+		s.windowCalls, s.windowTime = s.windowCalls/2, s.windowTime/2
+		if avg < 0.8*s.opts.MaxTracedRate {
+			s.windowCalls, s.windowTime = 0, 0
+			s.high, s.share = false, 1
+			s.period = min(s.opts.Period, max(s.minPeriod(), 20*time.Millisecond))
+			for _, th := range s.threads {
+				if !th.tailOnly {
+					_ = s.attach(th, now)
+				}
+			}
+			return
+		}
+	}
+	s.plan(avg, float64(busiest)/el)
 }
 
 // tick runs what is due.
 func (s *state) tick(now time.Time) {
 	if s.windowOpen && !now.Before(s.windowEnd) {
-		s.closeWindow()
+		s.closeWindow(now)
 	}
-	if len(s.tails) > 0 {
-		s.pollTails()
-	}
-	if !now.Before(s.periodStart.Add(s.opts.Period)) {
+	if !now.Before(s.periodStart.Add(s.period)) {
 		s.startPeriod(now)
 	}
 }
 
-// nextTimeout is how long the loop may sleep in epoll.
-func (s *state) nextTimeout(now time.Time) time.Duration {
-	d := s.periodStart.Add(s.opts.Period).Sub(now)
+// arm sets the timer to the next deadline, to the nanosecond (epoll's
+// own timeout counts milliseconds, as long as a window can be).
+func (s *state) arm(now time.Time) {
+	d := s.periodStart.Add(s.period).Sub(now)
 	if s.windowOpen {
 		d = min(d, s.windowEnd.Sub(now))
 	}
-	if len(s.tails) > 0 {
-		d = min(d, tailPoll)
-	}
-	return max(d, 0)
+	at := int64(monotonic()) + int64(max(d, time.Microsecond))
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(at)}
+	_ = unix.TimerfdSettime(s.timer, unix.TFD_TIMER_ABSTIME, &spec, nil)
+}
+
+func monotonic() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
 }
 
 // read takes the batch since the previous read.
 func (s *state) read(now time.Time) Batch {
-	b := Batch{Elapsed: now.Sub(s.batchStart), Share: s.share, KernelFilter: s.kernelFilter, Lost: s.lost, Bad: s.bad, Throttled: s.throttled}
-	calls := map[int]uint64{}
+	elapsed := now.Sub(s.batchStart)
+	b := Batch{Elapsed: elapsed, Share: s.share, Realtime: s.realtime, KernelFilter: s.kernelFilter, Lost: s.lost, TailDropped: s.tailDropped, Bad: s.bad, Throttled: s.throttled, Exact: true}
+	calls := map[int]float64{}
 	traced := map[int]uint64{}
-	for tid, v := range s.goneCounts {
-		calls[tid] += v
+	mono := monotonic()
+	add := func(th *thread) {
+		b.Counted += th.counted
+		c := float64(th.counted)
+		if th.attachedFor < elapsed-elapsed/100 {
+			b.Exact = false
+			if th.attachedFor > 0 {
+				c *= float64(elapsed) / float64(th.attachedFor)
+			}
+		}
+		calls[th.tid] += c
+		traced[th.tid] += th.traced
+		th.counted, th.traced, th.attachedFor = 0, 0, 0
 	}
-	for tid, v := range s.goneTraced {
-		traced[tid] += v
+	for _, g := range s.gone {
+		add(&g)
 	}
-	var mono unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
 	for _, tid := range sortedKeys(s.threads) {
 		th := s.threads[tid]
 		s.drain(th)
-		if v, ok := readCount(th.countFD); ok {
-			calls[tid] += v - th.count0
-			th.count0 = v
+		if th.attached {
+			if v, ok := readCount(th.countFD); ok {
+				th.counted += v - th.count0
+				th.count0 = v
+			}
+			th.attachedFor += now.Sub(th.attachedAt)
+			th.attachedAt = now
 		}
-		traced[tid] += th.traced
-		th.traced = 0
+		add(th)
 		if th.pending && len(b.InProgress) < 64 {
-			b.InProgress = append(b.InProgress, InProgress{TID: tid, Addr: th.call.uaddr, Op: int(th.call.op), Since: time.Duration(uint64(mono.Nano()) - th.call.time)})
+			b.InProgress = append(b.InProgress, InProgress{TID: tid, Addr: th.call.uaddr, Op: int(th.call.op), Since: time.Duration(mono - th.call.time)})
 		}
 	}
 	for tid, c := range calls {
@@ -138,22 +213,21 @@ func (s *state) read(now time.Time) Batch {
 		b.Traced += traced[tid]
 	}
 	b.Futexes = s.agg.take(func(tid int) float64 {
-		if traced[tid] == 0 || calls[tid] < traced[tid] {
+		if traced[tid] == 0 || calls[tid] < float64(traced[tid]) {
 			return 1
 		}
-		return float64(calls[tid]) / float64(traced[tid])
+		return calls[tid] / float64(traced[tid])
 	})
 	b.TracedShare = 1
 	if b.Calls > 0 {
-		b.TracedShare = min(1, float64(b.Traced)/float64(b.Calls))
+		b.TracedShare = min(1, float64(b.Traced)/b.Calls)
 	}
 	b.Threads = len(s.threads)
 	cpu := threadCPU()
 	b.Cost = cpu - s.cpu0
 	s.cpu0 = cpu
 	s.batchStart = now
-	s.lost, s.bad, s.throttled = 0, 0, 0
-	clear(s.goneCounts)
-	clear(s.goneTraced)
+	s.lost, s.bad, s.throttled, s.tailDropped = 0, 0, 0, 0
+	s.gone = s.gone[:0]
 	return b
 }

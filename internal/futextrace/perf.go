@@ -18,9 +18,11 @@ const (
 	evExit                   // samples every futex(2) exit
 )
 
-// openEvent opens one tracepoint event on thread tid, disabled unless on.
-// group is the group leader's fd or -1.
-func openEvent(tp uint64, tid, group int, sampleType, period uint64, regsMask uint64, stackSize uint32, watermark uint32) (int, error) {
+// openEvent opens one tracepoint event on thread tid, disabled. group is
+// the group leader's fd or -1. wakeup is the ring's watermark in bytes
+// (for the ring's owner), or with everyRecord the reader is woken at each
+// of this event's records.
+func openEvent(tp uint64, tid, group int, sampleType, period uint64, regsMask uint64, stackSize uint32, wakeup uint32, everyRecord bool) (int, error) {
 	attr := unix.PerfEventAttr{
 		Type:        unix.PERF_TYPE_TRACEPOINT,
 		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
@@ -35,9 +37,12 @@ func openEvent(tp uint64, tid, group int, sampleType, period uint64, regsMask ui
 	if period == 0 {
 		attr.Sample_type = 0
 	}
-	if watermark > 0 {
+	switch {
+	case everyRecord:
+		attr.Wakeup = 1
+	case wakeup > 0:
 		attr.Bits |= unix.PerfBitWatermark
-		attr.Wakeup = watermark
+		attr.Wakeup = wakeup
 	}
 	if sampleType&(1<<12) != 0 {
 		attr.Sample_regs_user = regsMask

@@ -10,6 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+var pageSize = unix.Getpagesize()
+
 // regsLayout is the user registers a stack sample asks for: the mask of
 // PERF_SAMPLE_REGS_USER and the registers' places in the sample (the
 // kernel writes them in the mask's bit order).
@@ -38,21 +40,32 @@ type pendingCall struct {
 	time      uint64
 }
 
-// thread is one traced thread's events and pairing state.
+// thread is one traced thread: its pairing state, its counts, and while
+// it is attached its events and ring.
 type thread struct {
-	tid                    int
-	countFD, enterFD, exit int
-	countID, enterID, exID uint64
-	ring                   *ring
-	hup                    bool // the thread exited: the ring is out of epoll
-	enterOn, exitOn        bool
+	tid int
+	// The events: countFD counts (and samples stacks), enterFD and exit
+	// (the group leader and the ring's owner) sample every call, tail is
+	// a second sys_exit_futex event on only while a call traced before
+	// the others went away has not returned: it wakes the reader at its
+	// first record, that call's exit.
+	countFD, enterFD, exit, tail   int
+	countID, enterID, exID, tailID uint64
+	ring                           *ring
+	polled                         int  // the fd in epoll, -1 for none
+	hup                            bool // the thread exited
+	attached                       bool // every event is open
+	tailOnly                       bool // only tail and the ring are left
 
 	pending bool
 	call    pendingCall
 
-	count0 uint64 // the counter at the previous Read
-	last   uint64 // the counter at the previous period
-	traced uint64 // entries traced since the previous Read
+	// Since the previous Read: calls counted, entries traced, time
+	// attached (the counts are exact for a thread attached all along).
+	counted, traced uint64
+	attachedFor     time.Duration
+	attachedAt      time.Time
+	count0          uint64 // the counter when last read
 }
 
 // state is everything the loop goroutine owns.
@@ -63,21 +76,28 @@ type state struct {
 	filter  string // "" when the kernel refused it
 	epfd    int
 	wake    int
+	timer   int // a timerfd for the duty cycle's deadlines
+	// realtime: the reader's thread runs at SCHED_FIFO 1.
+	realtime bool
 	threads map[int]*thread
 	agg     *aggregate
 
-	// duty cycle
-	share       float64 // the windows' share of each period
+	// duty cycle (duty.go)
+	high        bool    // the events are attached in windows only
+	share       float64 // the windows' share of the time
+	period      time.Duration
 	periodStart time.Time
 	windowOpen  bool
+	windowStart time.Time
 	windowEnd   time.Time
-	tails       map[int]bool // threads whose exit stays on for a traced call
+	windowCalls float64       // calls counted in windows, decayed
+	windowTime  time.Duration // and the windows' time
 
 	// batch
 	batchStart                  time.Time
-	goneCounts                  map[int]uint64 // exact calls of threads closed since the previous Read
-	goneTraced                  map[int]uint64
+	gone                        []thread // threads closed since the previous Read: their counts
 	lost, bad, throttled        uint64
+	tailDropped                 uint64
 	cpu0                        time.Duration
 	kernelFilter, filterChecked bool
 }
@@ -92,105 +112,205 @@ func newState(pid int, f formats, opts Options) (*state, error) {
 		unix.Close(epfd)
 		return nil, fmt.Errorf("futextrace: eventfd: %w", err)
 	}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1}); err != nil {
-		unix.Close(epfd)
-		unix.Close(wake)
+	timer, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err == nil {
+		err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1})
+	}
+	if err == nil {
+		err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, timer, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: -2})
+	}
+	if err != nil {
+		for _, fd := range []int{epfd, wake, timer} {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
 		return nil, fmt.Errorf("futextrace: epoll: %w", err)
 	}
 	if userRegs.mask == 0 {
 		opts.StackEvery = 0
 	}
 	return &state{
-		pid: pid, f: f, opts: opts, filter: kernelFilter(), epfd: epfd, wake: wake,
+		pid: pid, f: f, opts: opts, filter: kernelFilter(), epfd: epfd, wake: wake, timer: timer,
 		threads: map[int]*thread{}, agg: newAggregate(opts.MaxDurations, opts.MaxStacks),
-		share: 1, tails: map[int]bool{}, batchStart: time.Now(),
-		goneCounts: map[int]uint64{}, goneTraced: map[int]uint64{},
+		share: 1, batchStart: time.Now(),
 	}, nil
 }
 
-// sync opens the new threads' events and closes the gone ones'.
+// sync starts tracing the new threads and stops tracing the gone ones.
 func (s *state) sync(tids []int) error {
 	want := make(map[int]bool, len(tids))
 	var firstErr error
+	now := time.Now()
 	for _, tid := range tids {
 		want[tid] = true
 		if s.threads[tid] != nil {
 			continue
 		}
-		th, err := s.open(tid)
-		if err != nil {
-			if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
-				continue // the thread exited in between
+		th := &thread{tid: tid, countFD: -1, enterFD: -1, exit: -1, tail: -1, polled: -1}
+		if !s.high || s.windowOpen {
+			if err := s.attach(th, now); err != nil {
+				if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
+					continue // the thread exited in between
+				}
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
 			}
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
 		}
 		s.threads[tid] = th
 	}
 	for tid, th := range s.threads {
 		if !want[tid] {
-			s.close(th)
+			s.detach(th, now, true)
+			s.gone = append(s.gone, *th)
+			delete(s.threads, tid)
 		}
 	}
 	return firstErr
 }
 
-// open opens a thread's three events and its ring.
-func (s *state) open(tid int) (th *thread, err error) {
-	th = &thread{tid: tid, countFD: -1, enterFD: -1, exit: -1}
+// attach opens a thread's events and ring, and turns them on.
+func (s *state) attach(th *thread, now time.Time) (err error) {
 	defer func() {
 		if err != nil {
 			s.release(th)
 		}
 	}()
-	ringBytes := uint32(s.opts.RingPages * unix.Getpagesize())
-	if th.exit, err = openEvent(s.f.exit.id, tid, -1, baseSampleType, 1, 0, 0, ringBytes/2); err != nil {
-		return th, s.perfError(err)
+	tid := th.tid
+	ringBytes := uint32(s.opts.RingPages * pageSize)
+	if th.exit, err = openEvent(s.f.exit.id, tid, -1, baseSampleType, 1, 0, 0, ringBytes/2, false); err != nil {
+		return s.perfError(err)
 	}
 	if th.ring, err = mapRing(th.exit, s.opts.RingPages); err != nil {
-		return th, err
+		return err
 	}
-	if th.enterFD, err = openEvent(s.f.enter.id, tid, th.exit, baseSampleType, 1, 0, 0, 0); err != nil {
-		return th, s.perfError(err)
+	if th.enterFD, err = openEvent(s.f.enter.id, tid, th.exit, baseSampleType, 1, 0, 0, 0, false); err != nil {
+		return s.perfError(err)
+	}
+	if th.tail, err = openEvent(s.f.exit.id, tid, -1, baseSampleType, 1, 0, 0, 0, true); err != nil {
+		return s.perfError(err)
 	}
 	countType, period := uint64(0), uint64(0)
 	if s.opts.StackEvery > 0 {
 		countType, period = stackSampleType, s.opts.StackEvery
 	}
-	if th.countFD, err = openEvent(s.f.enter.id, tid, -1, countType, period, userRegs.mask, s.opts.StackSize, 0); err != nil {
-		return th, s.perfError(err)
+	if th.countFD, err = openEvent(s.f.enter.id, tid, -1, countType, period, userRegs.mask, s.opts.StackSize, 0, false); err != nil {
+		return s.perfError(err)
 	}
 	if err = s.applyFilter(th); err != nil {
-		return th, err
+		return err
 	}
-	for _, fd := range []int{th.enterFD, th.countFD} {
+	for _, fd := range []int{th.enterFD, th.tail, th.countFD} {
 		if fd == th.countFD && period == 0 {
 			continue
 		}
 		if err = ioctl(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, uintptr(th.exit)); err != nil {
-			return th, fmt.Errorf("futextrace: PERF_EVENT_IOC_SET_OUTPUT: %w", err)
+			return fmt.Errorf("futextrace: PERF_EVENT_IOC_SET_OUTPUT: %w", err)
 		}
 	}
 	if th.exID, err = eventID(th.exit); err == nil {
 		if th.enterID, err = eventID(th.enterFD); err == nil {
-			th.countID, err = eventID(th.countFD)
+			if th.tailID, err = eventID(th.tail); err == nil {
+				th.countID, err = eventID(th.countFD)
+			}
 		}
 	}
 	if err != nil {
-		return th, fmt.Errorf("futextrace: PERF_EVENT_IOC_ID: %w", err)
+		return fmt.Errorf("futextrace: PERF_EVENT_IOC_ID: %w", err)
 	}
-	if err = ioctl(th.countFD, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
-		return th, fmt.Errorf("futextrace: enable: %w", err)
+	if err = s.poll(th, th.exit); err != nil {
+		return err
 	}
-	if err = unix.EpollCtl(s.epfd, unix.EPOLL_CTL_ADD, th.exit, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(tid)}); err != nil {
-		return th, fmt.Errorf("futextrace: epoll: %w", err)
+	// The exit event goes on with the enter one (the group), and the
+	// counter after them: a call counted has its entry traced.
+	if err = ioctl(th.exit, unix.PERF_EVENT_IOC_ENABLE, unix.PERF_IOC_FLAG_GROUP); err == nil {
+		err = ioctl(th.countFD, unix.PERF_EVENT_IOC_ENABLE, 0)
 	}
-	if s.share >= 1 || s.windowOpen {
-		s.enable(th)
+	if err != nil {
+		return fmt.Errorf("futextrace: enable: %w", err)
 	}
-	return th, nil
+	th.attached, th.attachedAt, th.count0, th.pending = true, now, 0, false
+	return nil
+}
+
+// poll makes fd the one epoll watches for the thread's ring.
+func (s *state) poll(th *thread, fd int) error {
+	if th.polled >= 0 {
+		_ = unix.EpollCtl(s.epfd, unix.EPOLL_CTL_DEL, th.polled, nil)
+		th.polled = -1
+	}
+	if err := unix.EpollCtl(s.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(th.tid)}); err != nil {
+		return fmt.Errorf("futextrace: epoll: %w", err)
+	}
+	th.polled = fd
+	return nil
+}
+
+// detach closes a thread's events, keeping its counts. Any open syscall
+// tracepoint event, even a disabled one, sends every system call of every
+// thread through the kernel's slow path, and any perf event of a thread
+// costs it at each context switch, so between windows nothing stays open
+// but, for a thread inside a traced call (unless all), the tail event
+// and the ring it writes to.
+func (s *state) detach(th *thread, now time.Time, all bool) {
+	if th.attached {
+		_ = ioctl(th.exit, unix.PERF_EVENT_IOC_DISABLE, unix.PERF_IOC_FLAG_GROUP)
+		s.drain(th)
+		if th.pending && !th.hup && !all && ioctl(th.tail, unix.PERF_EVENT_IOC_ENABLE, 0) == nil && s.poll(th, th.tail) == nil {
+			th.tailOnly = true
+		}
+		_ = ioctl(th.countFD, unix.PERF_EVENT_IOC_DISABLE, 0)
+		if v, ok := readCount(th.countFD); ok {
+			th.counted += v - th.count0
+		}
+		th.attachedFor += now.Sub(th.attachedAt)
+		th.attached = false
+		for _, fd := range []*int{&th.countFD, &th.enterFD, &th.exit} {
+			if *fd >= 0 {
+				unix.Close(*fd)
+				*fd = -1
+			}
+		}
+		// A call's exit the exit event recorded before it closed.
+		s.drain(th)
+	}
+	if th.tailOnly && (all || !th.pending) {
+		s.drain(th)
+		th.tailOnly = false
+	}
+	if !th.tailOnly {
+		th.pending = false
+		s.release(th)
+	}
+}
+
+// release closes a thread's fds and unmaps its ring.
+func (s *state) release(th *thread) {
+	if th.polled >= 0 {
+		_ = unix.EpollCtl(s.epfd, unix.EPOLL_CTL_DEL, th.polled, nil)
+		th.polled = -1
+	}
+	th.ring.unmap()
+	th.ring = nil
+	for _, fd := range []*int{&th.countFD, &th.enterFD, &th.tail, &th.exit} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
+	}
+	th.attached, th.tailOnly = false, false
+}
+
+func (s *state) closeAll() {
+	for _, th := range s.threads {
+		s.release(th)
+	}
+	clear(s.threads)
+	unix.Close(s.epfd)
+	unix.Close(s.wake)
+	unix.Close(s.timer)
 }
 
 // applyFilter sets the blocking-ops filter on the thread's enter events;
@@ -227,57 +347,6 @@ func (s *state) perfError(err error) error {
 	return &Error{Reason: ReasonPerf, Msg: fmt.Sprintf("perf_event_open on the futex tracepoints failed: %v", err)}
 }
 
-func (s *state) enable(th *thread) {
-	if !th.exitOn {
-		// The group flag turns the exit and the enter events on at once.
-		if ioctl(th.exit, unix.PERF_EVENT_IOC_ENABLE, unix.PERF_IOC_FLAG_GROUP) == nil {
-			th.exitOn, th.enterOn = true, true
-		}
-		return
-	}
-	if !th.enterOn && ioctl(th.enterFD, unix.PERF_EVENT_IOC_ENABLE, 0) == nil {
-		th.enterOn = true
-	}
-}
-
-// close stops tracing a thread, keeping its last count for the next Read.
-func (s *state) close(th *thread) {
-	if th.ring != nil {
-		s.drain(th)
-	}
-	if v, ok := readCount(th.countFD); ok {
-		s.goneCounts[th.tid] += v - th.count0
-	}
-	s.goneTraced[th.tid] += th.traced
-	s.release(th)
-	delete(s.threads, th.tid)
-	delete(s.tails, th.tid)
-}
-
-// release closes a thread's fds and unmaps its ring.
-func (s *state) release(th *thread) {
-	if th.exit >= 0 && !th.hup {
-		_ = unix.EpollCtl(s.epfd, unix.EPOLL_CTL_DEL, th.exit, nil)
-	}
-	th.ring.unmap()
-	th.ring = nil
-	for _, fd := range []*int{&th.countFD, &th.enterFD, &th.exit} {
-		if *fd >= 0 {
-			unix.Close(*fd)
-			*fd = -1
-		}
-	}
-}
-
-func (s *state) closeAll() {
-	for _, th := range s.threads {
-		s.release(th)
-	}
-	clear(s.threads)
-	unix.Close(s.epfd)
-	unix.Close(s.wake)
-}
-
 // ready handles an epoll event of a thread's ring.
 func (s *state) ready(tid int, events uint32) {
 	th := s.threads[tid]
@@ -285,10 +354,16 @@ func (s *state) ready(tid int, events uint32) {
 		return
 	}
 	s.drain(th)
+	if th.tailOnly && !th.pending {
+		s.detach(th, time.Now(), false)
+	}
 	if events&(unix.EPOLLHUP|unix.EPOLLERR) != 0 && !th.hup {
 		// The thread exited: its ring says so forever; leave epoll.
 		th.hup = true
-		_ = unix.EpollCtl(s.epfd, unix.EPOLL_CTL_DEL, th.exit, nil)
+		if th.polled >= 0 {
+			_ = unix.EpollCtl(s.epfd, unix.EPOLL_CTL_DEL, th.polled, nil)
+			th.polled = -1
+		}
 	}
 }
 
@@ -308,6 +383,12 @@ func (s *state) handle(th *thread, b []byte) {
 	}
 	switch r.typ {
 	case recordLost:
+		if th.tailOnly && !th.pending {
+			// The exits after the one the tail waited for, while the
+			// reader had not yet closed it: nothing needed was lost.
+			s.tailDropped += r.lost
+			return
+		}
 		s.lost += r.lost
 		th.pending = false // what was lost may be this call's exit
 		return
@@ -324,7 +405,7 @@ func (s *state) handle(th *thread, b []byte) {
 	switch r.id {
 	case th.enterID:
 		s.enter(th, r)
-	case th.exID:
+	case th.exID, th.tailID:
 		ret, ok := s.f.ret.get(r.raw)
 		if !ok {
 			s.bad++

@@ -50,7 +50,9 @@ type Options struct {
 	// average over a Period) before sampling windows take over. Default
 	// 2,000 (see bench_test.go for what a traced call costs).
 	MaxTracedRate float64
-	// Period is the duty cycle's period. Default 200 ms.
+	// Period is the duty cycle's period: one sampling window each at high
+	// rates (a shorter one when the reader is not realtime, see plan).
+	// Default 500 ms.
 	Period time.Duration
 	// StackEvery samples the user registers and stack of every Nth blocking
 	// call; 0 takes none.
@@ -58,13 +60,15 @@ type Options struct {
 	// StackSize is the stack bytes copied per sample. Default 8 KiB.
 	StackSize uint32
 	// RingPages is the data pages of each thread's ring (a power of two).
-	// Default 4, or 8 with stacks.
+	// Default 8 (a thousand threads map 36 MB), or 16 with stacks.
 	RingPages int
 	// MaxDurations bounds the durations kept per futex (a uniform sample).
 	// Default 512.
 	MaxDurations int
 	// MaxStacks bounds the stacks kept per futex per batch. Default 4.
 	MaxStacks int
+	// NoRealtime keeps the reader at the usual priority (see loop).
+	NoRealtime bool
 }
 
 func (o Options) withDefaults() Options {
@@ -72,16 +76,16 @@ func (o Options) withDefaults() Options {
 		o.MaxTracedRate = 2000
 	}
 	if o.Period <= 0 {
-		o.Period = 200 * time.Millisecond
+		o.Period = 500 * time.Millisecond
 	}
 	if o.StackSize == 0 {
 		o.StackSize = 8192
 	}
 	o.StackSize = (o.StackSize + 7) &^ 7
 	if o.RingPages <= 0 {
-		o.RingPages = 4
+		o.RingPages = 8
 		if o.StackEvery > 0 {
-			o.RingPages = 8
+			o.RingPages = 16
 		}
 	}
 	for o.RingPages&(o.RingPages-1) != 0 {
@@ -170,8 +174,26 @@ func listTasks(pid int) ([]int, error) {
 func (t *Tracer) loop(tids []int, started chan<- error) {
 	defer close(t.done)
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	st := t.st
+	// The windows' cost to the target is bounded only if they close on
+	// time, and a tail event floods until the reader closes it: on a busy
+	// machine a reader at the usual priority runs late by tens of
+	// milliseconds. So the reader's thread asks for the lowest realtime
+	// priority (SCHED_FIFO 1; root or CAP_SYS_NICE): it runs when its
+	// timer fires, for the few microseconds its work takes. The thread
+	// goes back to the usual policy before the Go scheduler gets it back.
+	// (Ending the goroutine locked would end the thread instead, and a
+	// child another goroutine started from that thread with Pdeathsig
+	// would be killed with it.)
+	if !st.opts.NoRealtime {
+		st.realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1}, 0) == nil
+	}
+	defer func() {
+		if st.realtime && unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}, 0) != nil {
+			return // still realtime: let the thread end with the goroutine
+		}
+		runtime.UnlockOSThread()
+	}()
 	defer func() {
 		t.mu.Lock()
 		t.closed = true
@@ -187,24 +209,29 @@ func (t *Tracer) loop(tids []int, started chan<- error) {
 		started <- fmt.Errorf("futextrace: process %d has no thread to trace (it exited)", t.pid)
 		return
 	}
-	st.startPeriod(time.Now())
+	st.periodStart = time.Now()
+	st.period = min(st.opts.Period, max(st.minPeriod(), 20*time.Millisecond))
 	started <- nil
 	events := make([]unix.EpollEvent, 64)
 	for {
-		timeout := st.nextTimeout(time.Now())
-		n, err := unix.EpollWait(st.epfd, events, int((timeout+time.Millisecond-1)/time.Millisecond))
+		st.arm(time.Now())
+		n, err := unix.EpollWait(st.epfd, events, -1)
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			n = 0
 			time.Sleep(time.Millisecond)
 		}
 		for _, ev := range events[:max(n, 0)] {
-			if ev.Fd == -1 {
+			switch ev.Fd {
+			case -1:
 				if t.serve() {
 					return
 				}
-				continue
+			case -2:
+				var b [8]byte
+				_, _ = unix.Read(st.timer, b[:])
+			default:
+				st.ready(int(ev.Fd), ev.Events)
 			}
-			st.ready(int(ev.Fd), ev.Events)
 		}
 		st.tick(time.Now())
 	}

@@ -115,7 +115,8 @@ func TestCountedWaits(t *testing.T) {
 	tr.Read() // what came before the first COUNTS line is not compared
 	c1 := requestCounts(t, p)
 	all := map[uint64]*Futex{}
-	var calls, traced, lost uint64
+	var calls float64
+	var traced, lost uint64
 	var cost, elapsed time.Duration
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -132,7 +133,7 @@ func TestCountedWaits(t *testing.T) {
 	b := tr.Read()
 	merge(all, b)
 	calls, traced, lost, cost, elapsed = calls+b.Calls, traced+b.Traced, lost+b.Lost, cost+b.Cost, elapsed+b.Elapsed
-	t.Logf("%d blocking calls, %d traced, %d lost, tracer CPU %v in %v", calls, traced, lost, cost, elapsed)
+	t.Logf("%.0f blocking calls, %d traced, %d lost, tracer CPU %v in %v", calls, traced, lost, cost, elapsed)
 
 	f := all[counted]
 	require.NotNil(t, f, "no waits on the counted word %#x", counted)
