@@ -70,17 +70,17 @@ type thread struct {
 
 // state is everything the loop goroutine owns.
 type state struct {
-	pid     int
-	f       formats
-	opts    Options
-	filter  string // "" when the kernel refused it
-	epfd    int
-	wake    int
-	timer   int // a timerfd for the duty cycle's deadlines
+	pid    int
+	f      formats
+	opts   Options
+	filter string // "" when the kernel refused it
+	epfd   int
+	wake   int
+	timer  int // a timerfd for the duty cycle's deadlines
 	// realtime: the reader's thread runs at SCHED_FIFO 1.
 	realtime bool
-	threads map[int]*thread
-	agg     *aggregate
+	threads  map[int]*thread
+	agg      *aggregate
 
 	// duty cycle (duty.go)
 	high        bool    // the events are attached in windows only
