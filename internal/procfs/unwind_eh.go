@@ -35,7 +35,7 @@ type ehFDE struct {
 // can claim anything.
 const (
 	maxEHFrameBytes = 64 << 20
-	maxFDEs         = 1 << 20
+	maxFDEs         = 1 << 19
 )
 
 // x86-64 DWARF register numbers.
@@ -86,12 +86,17 @@ func newEHTable(data []byte, addr uint64) (t *ehTable, err error) {
 			t, err = nil, fmt.Errorf("call-frame information: %v", r)
 		}
 	}()
+	// Counted first: delve keeps an object per FDE, and a hostile
+	// section of tiny FDEs would take gigabytes.
+	offs := fdeOffsets(data, addr != 0)
+	if len(offs) > maxFDEs {
+		return nil, errors.New("call-frame information: too many FDEs")
+	}
 	fdes, err := frame.Parse(data, binary.LittleEndian, 0, 8, addr)
 	if err != nil {
 		return nil, err
 	}
-	offs := fdeOffsets(data, addr != 0)
-	if len(offs) != len(fdes) || len(fdes) > maxFDEs {
+	if len(offs) != len(fdes) {
 		return nil, errors.New("call-frame information: FDEs do not match their records")
 	}
 	t = &ehTable{data: data, addr: addr, fdes: make([]ehFDE, 0, len(fdes))}
@@ -122,6 +127,9 @@ func fdeOffsets(data []byte, eh bool) []int {
 		}
 		id := binary.LittleEndian.Uint32(data[off+4:])
 		if cie := (eh && id == 0) || (!eh && id == 0xffffffff); !cie {
+			if len(offs) > maxFDEs {
+				break
+			}
 			offs = append(offs, off)
 		}
 		if n > len(data)-off-4 {

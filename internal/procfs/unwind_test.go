@@ -208,6 +208,13 @@ func TestUnwindStacksMatchGDB(t *testing.T) {
 					assert.NotEmpty(t, f.Function, "%s: every frame has a symbol: %v", name, got)
 				}
 			}
+			// The main thread, in pause: down to _start, whose CFI ends
+			// the stack.
+			main := frameNames(byName["stacks"].Stack)
+			assert.Contains(t, main, "main")
+			if len(main) > 0 {
+				assert.Equal(t, "_start", main[len(main)-1], "%v", main)
+			}
 			st := u.Stats()
 			t.Logf("%+v", st)
 			switch build {
