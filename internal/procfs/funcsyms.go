@@ -98,23 +98,23 @@ func appendFuncs(out []funcCandidate, bo binary.ByteOrder, entries []byte, strta
 	return out
 }
 
-// funcRank orders aliases of one address, lowest first: a global name
-// before a weak one before a local one, and among those the one with the
-// fewest leading underscores ("pthread_mutex_lock" rather than
-// "__pthread_mutex_lock" or "__GI___pthread_mutex_lock").
+// funcRank orders aliases of one address, lowest first: the name with
+// the fewest leading underscores ("nanosleep" rather than "__nanosleep",
+// "pthread_mutex_lock" rather than "__pthread_mutex_lock"), glibc's
+// internal "__GI_" aliases last, and among equals a global name before a
+// weak one before a local one.
 func funcRank(bind elf.SymBind, name string) int {
-	r := 0
+	r := 2
 	switch bind {
 	case elf.STB_GLOBAL:
+		r = 0
 	case elf.STB_WEAK:
-		r = 1000
-	default:
-		r = 2000
+		r = 1
 	}
 	if strings.HasPrefix(name, "__GI_") {
-		r += 500
+		r += 10000
 	}
-	return r + len(name) - len(strings.TrimLeft(name, "_"))
+	return r + 10*(len(name)-len(strings.TrimLeft(name, "_")))
 }
 
 // buildFuncTable sorts the candidates by address, keeps the best name of

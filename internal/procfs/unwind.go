@@ -32,6 +32,7 @@ type Unwinder struct {
 	// scan's check of a candidate return address.
 	pcs   map[uint64]pcInfo
 	calls map[uint64]bool
+	sigs  map[uint64]bool
 	win   stackWindow
 	stats UnwindStats
 }
@@ -40,8 +41,9 @@ type Unwinder struct {
 type UnwindStats struct {
 	Stacks, Frames int
 	// CFIFrames were unwound by call-frame information, FPFrames by
-	// frame pointers, ScanFrames by scanning the stack.
-	CFIFrames, FPFrames, ScanFrames int
+	// frame pointers, ScanFrames by scanning the stack, SignalFrames
+	// from a signal handler's frame to what the signal interrupted.
+	CFIFrames, FPFrames, ScanFrames, SignalFrames int
 	// Reads are the reads of stack memory (code reads of the scan
 	// included).
 	Reads int
@@ -76,7 +78,7 @@ const (
 
 // NewUnwinder returns an unwinder for pid's threads; it reads nothing yet.
 func (f FS) NewUnwinder(pid int) *Unwinder {
-	return &Unwinder{fs: f, pid: pid, modules: map[string]*unwindModule{}, pcs: map[uint64]pcInfo{}, calls: map[uint64]bool{}}
+	return &Unwinder{fs: f, pid: pid, modules: map[string]*unwindModule{}, pcs: map[uint64]pcInfo{}, calls: map[uint64]bool{}, sigs: map[uint64]bool{}}
 }
 
 // UnwindBlocked sets the Stack of each thread blocked in a system call
@@ -115,6 +117,7 @@ func (u *Unwinder) Close() error {
 	clear(u.modules)
 	clear(u.pcs)
 	clear(u.calls)
+	clear(u.sigs)
 	u.win = stackWindow{}
 	return nil
 }
@@ -139,6 +142,7 @@ func (u *Unwinder) readMaps() bool {
 	if sig != u.execSig {
 		clear(u.pcs)
 		clear(u.calls)
+		clear(u.sigs)
 		clear(u.modules)
 		u.execSig = sig
 	}
@@ -188,19 +192,17 @@ func (u *Unwinder) Unwind(r Regs, mem StackMemory, max int) []StackFrame {
 	if r.PC == 0 || r.SP == 0 || mem == nil {
 		return nil
 	}
-	lo, hi := r.SP, r.SP+unknownStackBytes
-	if hi < lo {
-		hi = ^uint64(0)
-	}
-	if m, ok := u.mapping(r.SP); ok {
-		hi = m.End
-	}
-	u.win.reset(mem, lo, hi, &u.stats)
+	u.win.reset(mem, 0, 0, &u.stats)
+	u.bound(r.SP)
 	u.stats.Stacks++
 	cur := regs{pc: r.PC, sp: r.SP, bp: r.BP, haveBP: r.HaveBP}
 	var out []StackFrame
+	// interrupted: cur is where a signal interrupted the thread, not a
+	// return address (looked up at its PC, not PC-1).
+	interrupted, signals := false, 0
 	for i := 0; i < max; i++ {
-		info := u.pcInfo(cur.pc, i > 0)
+		sig := u.sigreturn(cur.pc)
+		info := u.pcInfo(cur.pc, i > 0 && !interrupted && !sig)
 		if !info.found && i > 0 {
 			break
 		}
@@ -208,13 +210,80 @@ func (u *Unwinder) Unwind(r Regs, mem StackMemory, max int) []StackFrame {
 		f.PC = cur.pc
 		out = append(out, f)
 		u.stats.Frames++
-		next, ok := u.step(info.row, cur)
-		if !ok || next.pc == 0 || next.sp <= cur.sp || next.sp > hi {
+		var next regs
+		var ok bool
+		if sig && signals < maxSignalFrames {
+			signals++
+			next, ok = u.signalFrame(cur)
+			if !ok || next.pc == 0 || next.sp == cur.sp {
+				break
+			}
+			if next.sp < u.win.lo || next.sp >= u.win.hi {
+				u.bound(next.sp) // the handler ran on another stack
+			}
+			cur, interrupted = next, true
+			continue
+		}
+		next, ok = u.step(info.row, cur)
+		if !ok || next.pc == 0 || next.sp <= cur.sp || next.sp > u.win.hi {
 			break
 		}
-		cur = next
+		cur, interrupted = next, false
 	}
 	return out
+}
+
+// bound sets the stack's bounds for sp: from it to the end of its
+// mapping (unknownStackBytes when no mapping holds it).
+func (u *Unwinder) bound(sp uint64) {
+	hi := sp + unknownStackBytes
+	if hi < sp {
+		hi = ^uint64(0)
+	}
+	if m, ok := u.mapping(sp); ok {
+		hi = m.End
+	}
+	u.win.lo, u.win.hi, u.win.n = sp, hi, 0
+}
+
+// maxSignalFrames bounds the signal frames one stack passes (a handler
+// interrupted by another signal's).
+const maxSignalFrames = 4
+
+// sigreturnCode is glibc's x86-64 signal trampoline (__restore_rt, the
+// handler's return address): mov $15, %rax (rt_sigreturn); syscall.
+var sigreturnCode = [9]byte{0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05}
+
+// sigreturn says whether pc is the signal trampoline, read through the
+// stack's memory and cached.
+func (u *Unwinder) sigreturn(pc uint64) bool {
+	if is, seen := u.sigs[pc]; seen {
+		return is
+	}
+	var code [9]byte
+	u.stats.Reads++
+	is := u.win.mem.ReadStack(pc, code[:]) && code == sigreturnCode
+	if len(u.sigs) >= maxCachedPCs {
+		clear(u.sigs)
+	}
+	u.sigs[pc] = is
+	return is
+}
+
+// signalFrame reads the registers a signal interrupted from the signal
+// frame at the trampoline's stack pointer: the kernel's ucontext, whose
+// mcontext (at 40) holds rbp, rsp and rip at 10, 15 and 16 words in.
+func (u *Unwinder) signalFrame(cur regs) (regs, bool) {
+	const gregs = 40
+	w := &u.win
+	bp, ok1 := w.word(cur.sp + gregs + 10*8)
+	sp, ok2 := w.word(cur.sp + gregs + 15*8)
+	pc, ok3 := w.word(cur.sp + gregs + 16*8)
+	if !ok1 || !ok2 || !ok3 {
+		return regs{}, false
+	}
+	u.stats.SignalFrames++
+	return regs{pc: pc, sp: sp, bp: bp, haveBP: true}, true
 }
 
 // step unwinds one frame: by its CFI row, else by the frame pointer,

@@ -122,3 +122,46 @@ func TestUnwindTableBytesLibc(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkUnwindFirstStackCold is the first unwind of one blocked thread
+// with nothing cached: the binaries' tables read (libc's .eh_frame, its
+// debug file's symbols), then one stack.
+func BenchmarkUnwindFirstStackCold(b *testing.B) {
+	p := testnative.Start(b, "many_threads", "1")
+	fs := NewFS("/proc")
+	mem := fs.NewMemReader(p.PID)
+	defer mem.Close()
+	var th Thread
+	require.NoError(b, pollUntil(30*time.Second, func() error {
+		r, err := fs.NewThreadReader(p.PID)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		threads, err := r.Read(nil)
+		if err != nil {
+			return err
+		}
+		for _, t := range threads {
+			if t.Name == "sleeper-0" && t.Syscall >= 0 && t.SyscallPC != 0 {
+				th = t
+				return nil
+			}
+		}
+		return errNotYet
+	}))
+	var u *Unwinder
+	var st []StackFrame
+	for b.Loop() {
+		tableCache.Lock()
+		tableCache.m = nil
+		tableCache.Unlock()
+		u = fs.NewUnwinder(p.PID)
+		st = u.Unwind(Regs{PC: th.SyscallPC, SP: th.SyscallSP}, mem, MaxStackFrames)
+	}
+	b.StopTimer()
+	if len(st) < 4 {
+		b.Fatalf("short stack %v", frameNames(st))
+	}
+	b.ReportMetric(float64(u.Stats().TableBytes), "table-bytes")
+}

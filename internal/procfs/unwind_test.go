@@ -220,10 +220,11 @@ func TestUnwindStacksMatchGDB(t *testing.T) {
 			switch build {
 			case "-O2":
 				assert.Equal(t, 1, st.ScanFrames+st.FPFrames, "-O2: every frame by CFI but the jit thread's in its anonymous code")
+				assert.Equal(t, 1, st.SignalFrames)
 			case "nocfi":
 				assert.Positive(t, st.ScanFrames+st.FPFrames, "nocfi: the program's frames without CFI")
 			}
-			assert.Equal(t, len(stacksChains)+2, st.Stacks, "the jit thread and the main thread in pause too")
+			assert.Equal(t, len(stacksChains)+3, st.Stacks, "the jit and signal threads and the main thread in pause too")
 		})
 	}
 }
@@ -250,6 +251,39 @@ func TestUnwindThroughJITCode(t *testing.T) {
 			assert.Contains(t, got[i-1], "nanosleep", "%v", got)
 			st := u.Stats()
 			assert.Positive(t, st.FPFrames+st.ScanFrames, "%+v", st)
+		})
+	}
+}
+
+// TestUnwindThroughSignalHandler unwinds stacks.c's thread blocked in a
+// signal handler running on an alternate stack: through the handler's
+// frames, glibc's trampoline (__restore_rt), and from the registers the
+// kernel saved in the signal frame, back on the thread's own stack, the
+// code the signal interrupted. gdb's backtrace has the program's frames
+// in the same order.
+func TestUnwindThroughSignalHandler(t *testing.T) {
+	for _, build := range []string{"-O0", "-O2"} {
+		t.Run(build, func(t *testing.T) {
+			p := testnative.StartWith(t, testnative.Options{Flags: []string{build}}, "stacks")
+			fs := NewFS("/proc")
+			u := fs.NewUnwinder(p.PID)
+			defer u.Close()
+			mem := fs.NewMemReader(p.PID)
+			defer mem.Close()
+			byName := blockedThreads(t, p.PID, u, mem, map[string]int{"signal": sysNanosleepOrClock})
+			th := byName["signal"]
+			got := frameNames(th.Stack)
+			chain := []string{"in_handler", "on_signal", "signal_inner", "signal_main"}
+			assert.Equal(t, chain, programFrames(th.Stack, "stacks"), "%v", got)
+			i := slices.Index(got, "on_signal")
+			require.Positive(t, i, "%v", got)
+			require.Greater(t, len(got), i+1, "%v", got)
+			assert.Contains(t, got[i+1], "restore_rt", "%v", got)
+			assert.Equal(t, []string{"signal_main", "start_thread", "clone3"}, got[len(got)-3:], "%v", got)
+			t.Logf("%v", got)
+			assert.Equal(t, 1, u.Stats().SignalFrames)
+			g := gdbStacks(t, p.PID)[th.TID]
+			assert.True(t, subsequence(chain, g.frames), "gdb %v", g.frames)
 		})
 	}
 }

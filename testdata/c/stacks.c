@@ -10,10 +10,14 @@
 //   jit:      jit_main -> code copied into anonymous executable memory
 //             (no symbol, no CFI; it keeps a frame pointer) -> jit_callee
 //             -> nanosleep
+//   signal:   signal_main -> signal_inner -> pthread_kill (to itself); the
+//             handler, on an alternate signal stack, on_signal ->
+//             in_handler -> nanosleep
 //
 // usage: stacks [WAITERS]   (WAITERS per mutex, 2 by default)
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +149,37 @@ NOINLINE void *jit_main(void *arg) {
 	return NULL;
 }
 
+NOINLINE void in_handler(int sig) {
+	struct timespec ts = {3600, 0};
+	while (nanosleep(&ts, NULL) != 0) {
+	}
+	counter += sig;
+}
+
+NOINLINE void on_signal(int sig) {
+	in_handler(sig);
+	counter++;
+}
+
+NOINLINE void signal_inner(void) {
+	pthread_kill(pthread_self(), SIGUSR1);
+	counter++;
+}
+
+NOINLINE void *signal_main(void *arg) {
+	stack_t ss = {.ss_size = 64 * 1024};
+	ss.ss_sp = mmap(NULL, ss.ss_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ss.ss_sp == MAP_FAILED || sigaltstack(&ss, NULL) != 0) {
+		perror("sigaltstack");
+		exit(1);
+	}
+	signal_inner();
+	counter += (long)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
 static void *holder_thread(void *arg) {
 	(void)arg;
 	holder_main();
@@ -177,6 +212,10 @@ int main(int argc, char **argv) {
 	start("deep", deep_main, 1);
 	start("cond", cond_main, 1);
 	start("jit", jit_main, 1);
+	struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_ONSTACK};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	start("signal", signal_main, 1);
 	printf("READY\n");
 	fflush(stdout);
 	for (;;)
