@@ -407,3 +407,27 @@ func TestUnwindCXXNamesDemangle(t *testing.T) {
 	assert.True(t, slices.ContainsFunc(got, func(n string) bool { return strings.Contains(n, "pthread_mutex_lock") }), "%v", got)
 	t.Logf("%v", got)
 }
+
+// TestUnwindBlockedSetsOnlyBlockedThreads: UnwindBlocked unwinds the
+// threads blocked in a system call and clears the Stack of the others
+// (a stack left from an earlier sweep would be stale).
+func TestUnwindBlockedSetsOnlyBlockedThreads(t *testing.T) {
+	p := testnative.Start(t, "stacks")
+	fs := NewFS("/proc")
+	u := fs.NewUnwinder(p.PID)
+	defer u.Close()
+	mem := fs.NewMemReader(p.PID)
+	defer mem.Close()
+	byName := blockedThreads(t, p.PID, u, mem, stacksProgramThreads)
+	threads := []Thread{byName["deep"], byName["holder"]}
+	threads[1].Syscall = SyscallRunning
+	threads[1].Stack = []StackFrame{{PC: 1}}
+	u.UnwindBlocked(threads, mem)
+	assert.Contains(t, frameNames(threads[0].Stack), "level_a")
+	assert.Nil(t, threads[1].Stack)
+	p.Stop()
+	// The process gone: no stack beyond the frame its PC names, no panic.
+	threads[0].Stack = nil
+	u.UnwindBlocked(threads, mem)
+	assert.LessOrEqual(t, len(threads[0].Stack), 1)
+}
