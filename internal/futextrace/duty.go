@@ -59,24 +59,36 @@ func (s *state) startPeriod(now time.Time) {
 		if el <= 0 || float64(calls)/el.Seconds() <= s.opts.MaxTracedRate {
 			for _, th := range s.threads {
 				if !th.attached && !th.tailOnly {
-					_ = s.attach(th, now)
+					_ = s.attach(th)
 				}
 			}
 			return
 		}
 		s.high = true
 		s.plan(float64(calls)/el.Seconds(), float64(busiest)/el.Seconds())
-		for _, th := range s.threads {
-			s.detach(th, now, false)
-		}
+		s.detachAll()
 		return
 	}
+	// Every thread's events are opened first, then all turned on: the
+	// opens take a while, and the window's time and counts are the same
+	// for every thread.
 	s.periodStart = now
+	var opened []*thread
 	for _, th := range s.threads {
 		if !th.attached && !th.tailOnly {
-			_ = s.attach(th, now)
+			if s.openEvents(th) != nil {
+				s.release(th)
+				continue
+			}
+			opened = append(opened, th)
 		}
 	}
+	for _, th := range opened {
+		if s.enableEvents(th) != nil {
+			s.release(th)
+		}
+	}
+	now = time.Now()
 	s.windowOpen, s.windowStart = true, now
 	s.windowEnd = now.Add(max(time.Duration(s.share*float64(s.period)), time.Millisecond))
 }
@@ -111,9 +123,14 @@ func (s *state) closeWindow(now time.Time) {
 			continue
 		}
 		before := th.counted
-		s.detach(th, now, false)
+		s.disableEvents(th, false)
 		calls += th.counted - before
 		busiest = max(busiest, th.counted-before)
+	}
+	for _, th := range s.threads {
+		if th.exit >= 0 {
+			s.closeEvents(th, false)
+		}
 	}
 	if el <= 0 {
 		return
@@ -132,13 +149,26 @@ func (s *state) closeWindow(now time.Time) {
 			s.period = min(s.opts.Period, max(s.minPeriod(), 20*time.Millisecond))
 			for _, th := range s.threads {
 				if !th.tailOnly {
-					_ = s.attach(th, now)
+					_ = s.attach(th)
 				}
 			}
 			return
 		}
 	}
 	s.plan(avg, float64(busiest)/el)
+}
+
+// detachAll closes every thread's events, the windows' way: all off
+// first, then the closes.
+func (s *state) detachAll() {
+	for _, th := range s.threads {
+		s.disableEvents(th, false)
+	}
+	for _, th := range s.threads {
+		if th.exit >= 0 {
+			s.closeEvents(th, false)
+		}
+	}
 }
 
 // tick runs what is due.

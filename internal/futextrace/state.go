@@ -141,7 +141,6 @@ func newState(pid int, f formats, opts Options) (*state, error) {
 func (s *state) sync(tids []int) error {
 	want := make(map[int]bool, len(tids))
 	var firstErr error
-	now := time.Now()
 	for _, tid := range tids {
 		want[tid] = true
 		if s.threads[tid] != nil {
@@ -149,7 +148,7 @@ func (s *state) sync(tids []int) error {
 		}
 		th := &thread{tid: tid, countFD: -1, enterFD: -1, exit: -1, tail: -1, polled: -1}
 		if !s.high || s.windowOpen {
-			if err := s.attach(th, now); err != nil {
+			if err := s.attach(th); err != nil {
 				if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
 					continue // the thread exited in between
 				}
@@ -163,7 +162,7 @@ func (s *state) sync(tids []int) error {
 	}
 	for tid, th := range s.threads {
 		if !want[tid] {
-			s.detach(th, now, true)
+			s.detach(th, true)
 			s.gone = append(s.gone, *th)
 			delete(s.threads, tid)
 		}
@@ -172,12 +171,19 @@ func (s *state) sync(tids []int) error {
 }
 
 // attach opens a thread's events and ring, and turns them on.
-func (s *state) attach(th *thread, now time.Time) (err error) {
-	defer func() {
-		if err != nil {
-			s.release(th)
-		}
-	}()
+func (s *state) attach(th *thread) error {
+	err := s.openEvents(th)
+	if err == nil {
+		err = s.enableEvents(th)
+	}
+	if err != nil {
+		s.release(th)
+	}
+	return err
+}
+
+// openEvents opens a thread's events, off, and maps its ring.
+func (s *state) openEvents(th *thread) (err error) {
 	tid := th.tid
 	ringBytes := uint32(s.opts.RingPages * pageSize)
 	if th.exit, err = openEvent(s.f.exit.id, tid, -1, baseSampleType, 1, 0, 0, ringBytes/2, false); err != nil {
@@ -220,18 +226,21 @@ func (s *state) attach(th *thread, now time.Time) (err error) {
 	if err != nil {
 		return fmt.Errorf("futextrace: PERF_EVENT_IOC_ID: %w", err)
 	}
-	if err = s.poll(th, th.exit); err != nil {
-		return err
-	}
-	// The exit event goes on with the enter one (the group), and the
-	// counter after them: a call counted has its entry traced.
-	if err = ioctl(th.exit, unix.PERF_EVENT_IOC_ENABLE, unix.PERF_IOC_FLAG_GROUP); err == nil {
+	return s.poll(th, th.exit)
+}
+
+// enableEvents turns an opened thread's events on: the exit event with
+// the enter one (the group), then the counter, so a call counted has its
+// entry traced. The time counted from is taken once the counter is on.
+func (s *state) enableEvents(th *thread) error {
+	err := ioctl(th.exit, unix.PERF_EVENT_IOC_ENABLE, unix.PERF_IOC_FLAG_GROUP)
+	if err == nil {
 		err = ioctl(th.countFD, unix.PERF_EVENT_IOC_ENABLE, 0)
 	}
 	if err != nil {
 		return fmt.Errorf("futextrace: enable: %w", err)
 	}
-	th.attached, th.attachedAt, th.count0, th.pending = true, now, 0, false
+	th.attached, th.attachedAt, th.count0, th.pending = true, time.Now(), 0, false
 	return nil
 }
 
@@ -254,30 +263,44 @@ func (s *state) poll(th *thread, fd int) error {
 // costs it at each context switch, so between windows nothing stays open
 // but, for a thread inside a traced call (unless all), the tail event
 // and the ring it writes to.
-func (s *state) detach(th *thread, now time.Time, all bool) {
-	if th.attached {
-		_ = ioctl(th.exit, unix.PERF_EVENT_IOC_DISABLE, unix.PERF_IOC_FLAG_GROUP)
-		s.drain(th)
-		if th.pending && !th.hup && !all && ioctl(th.tail, unix.PERF_EVENT_IOC_ENABLE, 0) == nil && s.poll(th, th.tail) == nil {
-			th.tailOnly = true
+func (s *state) detach(th *thread, all bool) {
+	s.disableEvents(th, all)
+	s.closeEvents(th, all)
+}
+
+// disableEvents turns a thread's events off: the counter (its count and
+// time are kept), the enter event, and once a call still inside the
+// kernel has the tail event on for its exit, the exit event. A call's
+// exit may so be read twice; the second finds nothing pending.
+func (s *state) disableEvents(th *thread, all bool) {
+	if !th.attached {
+		return
+	}
+	_ = ioctl(th.countFD, unix.PERF_EVENT_IOC_DISABLE, 0)
+	off := time.Now()
+	if v, ok := readCount(th.countFD); ok {
+		th.counted += v - th.count0
+	}
+	th.attachedFor += off.Sub(th.attachedAt)
+	_ = ioctl(th.enterFD, unix.PERF_EVENT_IOC_DISABLE, 0)
+	s.drain(th)
+	if th.pending && !th.hup && !all && ioctl(th.tail, unix.PERF_EVENT_IOC_ENABLE, 0) == nil && s.poll(th, th.tail) == nil {
+		th.tailOnly = true
+	}
+	_ = ioctl(th.exit, unix.PERF_EVENT_IOC_DISABLE, unix.PERF_IOC_FLAG_GROUP)
+	th.attached = false
+}
+
+// closeEvents closes a disabled thread's events but a tail still needed.
+func (s *state) closeEvents(th *thread, all bool) {
+	s.drain(th)
+	for _, fd := range []*int{&th.countFD, &th.enterFD, &th.exit} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
 		}
-		_ = ioctl(th.countFD, unix.PERF_EVENT_IOC_DISABLE, 0)
-		if v, ok := readCount(th.countFD); ok {
-			th.counted += v - th.count0
-		}
-		th.attachedFor += now.Sub(th.attachedAt)
-		th.attached = false
-		for _, fd := range []*int{&th.countFD, &th.enterFD, &th.exit} {
-			if *fd >= 0 {
-				unix.Close(*fd)
-				*fd = -1
-			}
-		}
-		// A call's exit the exit event recorded before it closed.
-		s.drain(th)
 	}
 	if th.tailOnly && (all || !th.pending) {
-		s.drain(th)
 		th.tailOnly = false
 	}
 	if !th.tailOnly {
@@ -355,7 +378,7 @@ func (s *state) ready(tid int, events uint32) {
 	}
 	s.drain(th)
 	if th.tailOnly && !th.pending {
-		s.detach(th, time.Now(), false)
+		s.detach(th, false)
 	}
 	if events&(unix.EPOLLHUP|unix.EPOLLERR) != 0 && !th.hup {
 		// The thread exited: its ring says so forever; leave epoll.

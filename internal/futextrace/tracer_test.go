@@ -243,3 +243,104 @@ func (ms mappings) exec(a uint64) bool {
 	}
 	return false
 }
+
+// TestCountedWaitsSampled forces the sampling windows (a rate far above
+// MaxTracedRate): the counted word's calls, estimated from the windows,
+// are still close to the program's own count, and the traced durations
+// are still the program's.
+func TestCountedWaitsSampled(t *testing.T) {
+	requireRoot(t)
+	p := testnative.Start(t, "counted_waits", "20", "2")
+	counted := hexValue(t, p, "COUNTED")
+	tr, err := Open(p.PID, Options{MaxTracedRate: 300, Period: 50 * time.Millisecond})
+	require.NoError(t, err)
+	defer tr.Close()
+
+	tr.Read()
+	c1 := requestCounts(t, p)
+	all := map[uint64]*Futex{}
+	var calls float64
+	var traced uint64
+	exact := true
+	start := time.Now()
+	for time.Since(start) < 3*time.Second {
+		time.Sleep(100 * time.Millisecond)
+		b := tr.Read()
+		merge(all, b)
+		calls, traced, exact = calls+b.Calls, traced+b.Traced, exact && b.Exact
+	}
+	c2 := requestCounts(t, p)
+	b := tr.Read()
+	merge(all, b)
+	calls, traced, exact = calls+b.Calls, traced+b.Traced, exact && b.Exact
+	f := all[counted]
+	require.NotNil(t, f)
+	progCalls := c2["calls"] - c1["calls"]
+	progWoken := c2["woken"] - c1["woken"]
+	t.Logf("%.0f calls estimated, %d traced (%.1f%%); counted word: program %d calls (%d woken), tracer %.0f + %.0f EAGAIN from %d traced", calls, traced, 100*float64(traced)/calls, progCalls, progWoken, f.Waits, f.Again, f.Traced)
+	assert.False(t, exact, "the counts were scaled from windows")
+	assert.Less(t, float64(traced), calls/2, "most calls untraced")
+	assert.Greater(t, f.Traced, 50)
+	assert.InEpsilon(t, float64(progCalls), f.Waits+f.Again, 0.20, "the estimate of the counted word's calls")
+	if f.Woken > 20 && progWoken > 0 {
+		progMean := time.Duration((c2["total_ns"] - c1["total_ns"]) / progWoken)
+		mean := f.Total / time.Duration(f.Woken+f.TimedOut+f.Interrupted+f.Failed)
+		t.Logf("mean wait: program %v, tracer %v", progMean, mean)
+		assert.Less(t, mean, 2*progMean)
+	}
+}
+
+// TestSync traces the threads it is given and no others.
+func TestSync(t *testing.T) {
+	requireRoot(t)
+	p := testnative.Start(t, "counted_waits")
+	tids, err := listTasks(p.PID)
+	require.NoError(t, err)
+	require.Greater(t, len(tids), 3)
+	tr, err := Open(p.PID, Options{})
+	require.NoError(t, err)
+	defer tr.Close()
+	assert.Equal(t, len(tids), tr.Read().Threads)
+
+	waiter := threadByName(t, p.PID, "waiter")
+	others := []int{}
+	for _, tid := range tids {
+		if tid != waiter {
+			others = append(others, tid)
+		}
+	}
+	require.NoError(t, tr.Sync(others))
+	tr.Read()
+	time.Sleep(200 * time.Millisecond)
+	b := tr.Read()
+	assert.Equal(t, len(others), b.Threads)
+	for _, f := range b.Futexes {
+		assert.NotContains(t, f.TIDs, waiter, "the waiter is no longer traced")
+	}
+	require.NoError(t, tr.Sync(append(others, waiter, 1<<22-1))) // and a thread that does not exist
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b := tr.Read()
+		assert.Equal(t, len(tids), b.Threads)
+		found := false
+		for _, f := range b.Futexes {
+			found = found || slicesContains(f.TIDs, waiter)
+		}
+		if found {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the waiter's waits were not traced again")
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.NoError(t, tr.Close())
+	assert.Error(t, tr.Sync(tids), "closed")
+}
+
+func slicesContains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
