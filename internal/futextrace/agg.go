@@ -63,7 +63,7 @@ func (a *aggregate) rand() uint64 {
 func (a *aggregate) complete(tid int, e pendingCall, ret int64, d time.Duration) {
 	acc := a.acc(e.uaddr)
 	f := &acc.f
-	f.Op = int(e.op)
+	f.Op, f.Val = int(e.op), e.val
 	f.Traced++
 	pt := acc.tids[tid]
 	if pt == nil {

@@ -78,6 +78,10 @@ type Futex struct {
 	// Op is the futex(2) op argument of the last traced call, flags
 	// included (OpName(Op) names it; Op&128 is FUTEX_PRIVATE_FLAG).
 	Op int
+	// Val is the value that call expected the word to hold (with Op and
+	// the address's location, procfs.ClassifyFutex tells a lock from a
+	// condition).
+	Val uint64
 	// Waits estimates the calls that went to sleep (every outcome but
 	// EAGAIN), scaled to the exact counts.
 	Waits float64

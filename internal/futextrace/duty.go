@@ -209,10 +209,18 @@ func (s *state) read(now time.Time) Batch {
 	add := func(th *thread) {
 		b.Counted += th.counted
 		c := float64(th.counted)
-		if th.attachedFor < elapsed-elapsed/100 {
+		// The time the thread was known in the batch, attached or not.
+		known := elapsed
+		if th.since.After(s.batchStart) {
+			known = now.Sub(th.since)
+		}
+		if !th.until.IsZero() {
+			known -= now.Sub(th.until)
+		}
+		if th.attachedFor < known-known/100-time.Millisecond {
 			b.Exact = false
 			if th.attachedFor > 0 {
-				c *= float64(elapsed) / float64(th.attachedFor)
+				c *= float64(known) / float64(th.attachedFor)
 			}
 		}
 		calls[th.tid] += c

@@ -35,7 +35,7 @@ var userRegs = func() regsLayout {
 
 // pendingCall is a traced call's entry waiting for its exit.
 type pendingCall struct {
-	uaddr, op uint64
+	uaddr, op, val uint64
 	timed     bool
 	time      uint64
 }
@@ -66,6 +66,9 @@ type thread struct {
 	attachedFor     time.Duration
 	attachedAt      time.Time
 	count0          uint64 // the counter when last read
+	// since is when Sync added the thread, until when it removed it: the
+	// time its counts are scaled to.
+	since, until time.Time
 }
 
 // state is everything the loop goroutine owns.
@@ -146,7 +149,7 @@ func (s *state) sync(tids []int) error {
 		if s.threads[tid] != nil {
 			continue
 		}
-		th := &thread{tid: tid, countFD: -1, enterFD: -1, exit: -1, tail: -1, polled: -1}
+		th := &thread{tid: tid, countFD: -1, enterFD: -1, exit: -1, tail: -1, polled: -1, since: time.Now()}
 		if !s.high || s.windowOpen {
 			if err := s.attach(th); err != nil {
 				if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
@@ -163,6 +166,7 @@ func (s *state) sync(tids []int) error {
 	for tid, th := range s.threads {
 		if !want[tid] {
 			s.detach(th, true)
+			th.until = time.Now()
 			s.gone = append(s.gone, *th)
 			delete(s.threads, tid)
 		}
@@ -447,7 +451,8 @@ func (s *state) enter(th *thread, r record) {
 	uaddr, ok1 := s.f.uaddr.get(r.raw)
 	op, ok2 := s.f.op.get(r.raw)
 	utime, ok3 := s.f.utime.get(r.raw)
-	if !ok1 || !ok2 || !ok3 {
+	val, ok4 := s.f.val.get(r.raw)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
 		s.bad++
 		th.pending = false
 		return
@@ -458,7 +463,7 @@ func (s *state) enter(th *thread, r record) {
 		return
 	}
 	th.pending = true
-	th.call = pendingCall{uaddr: uaddr, op: op, timed: utime != 0, time: r.time}
+	th.call = pendingCall{uaddr: uaddr, op: op, val: val, timed: utime != 0, time: r.time}
 }
 
 func (s *state) stack(th *thread, r record) {

@@ -1,34 +1,41 @@
-// Package futextrace counts and times every futex wait of a process's
+// Package futextrace counts and times the futex waits of a process's
 // threads from the kernel's syscall tracepoints (syscalls:sys_enter_futex
 // and sys_exit_futex) through perf_event_open(2): no eBPF, no kernel
 // module, no perf binary. It needs root or CAP_PERFMON; Open says plainly
 // why it cannot trace (an *Error wrapping ErrUnavailable) so the caller
 // falls back to sampling /proc.
 //
-// Per thread it opens three events:
+// Per thread (pid = tid, cpu = -1) it opens four events, sharing one small
+// ring (Options.RingPages, PERF_EVENT_IOC_SET_OUTPUT):
 //
-//   - a counter on sys_enter_futex, always on, filtered in the kernel to the
-//     blocking ops: it counts every blocking call exactly and cheaply (no
-//     record is written), read with read(2). With Options.StackEvery it
-//     also samples every Nth call's user registers and stack.
-//   - sys_exit_futex (the group leader, owner of the thread's ring) and
-//     sys_enter_futex (filtered) sampling every event into a small ring
-//     (a few pages, PERF_EVENT_IOC_SET_OUTPUT), paired in user space
-//     per thread: a call's time is its exit's time less its entry's.
+//   - a counter on sys_enter_futex, filtered in the kernel to the blocking
+//     ops (FUTEX_WAIT, WAIT_BITSET, LOCK_PI, LOCK_PI2, WAIT_REQUEUE_PI with
+//     any flags), read with read(2); with Options.StackEvery it also
+//     samples every Nth call's user registers and stack;
+//   - sys_exit_futex (the group leader, the ring's owner) and
+//     sys_enter_futex (filtered) sampling every event, paired in user space
+//     per thread: a call's time is its exit's time less its entry's, keyed
+//     by the futex word's address;
+//   - a second sys_exit_futex event, the tail, on only while a call traced
+//     before the others closed has not returned.
 //
-// Tracing every call costs the target a few microseconds a call, too much
-// at tens of thousands of waits a second, so above Options.MaxTracedRate
-// the two sampling events are on for a share of each Options.Period only
-// (the duty cycle) and each thread's traced calls are scaled to its exact
-// count. A call that starts inside a window is followed to its exit even
-// after the window closes (the exit event stays on for that thread until
-// it returns), so a long wait is timed as surely as a short one: which
-// calls are traced depends on when they start, not on how long they last.
+// At low rates (Options.MaxTracedRate) every call is counted and traced
+// and the counts are exact. Tracing costs the target at every futex call,
+// and an open syscall tracepoint, enabled or not, at every system call of
+// the machine; at tens of thousands of waits a second it would cost a
+// target a third of its throughput (BenchmarkTracerCost/all). So above
+// that rate the events are opened for sampling windows only, a share of
+// each Options.Period that keeps the traced calls near MaxTracedRate, and
+// closed in between; each thread's calls are its windows' counts scaled to
+// its time, and each traced call stands for its thread's calls over its
+// traced ones (duty.go). A call that starts in a window is followed to its
+// exit by the tail event, so long waits are timed as surely as short ones.
 //
-// One goroutine, locked to its OS thread, owns every event and ring; it
-// waits in epoll(7) on the rings' watermarks and on an eventfd for the
-// callers' requests (Sync, Read, Close). Its thread's CPU time is the
-// tracer's Cost.
+// One goroutine, locked to its OS thread (at SCHED_FIFO 1 when allowed,
+// so the windows close on time), owns every event and ring; it waits in
+// epoll(7) on the rings' watermarks, a timerfd for the windows and an
+// eventfd for the callers' requests (Sync, Read, Close). Its thread's CPU
+// time is the tracer's Cost.
 package futextrace
 
 import (
@@ -47,8 +54,9 @@ import (
 // Options tune the tracer; the zero value is the default.
 type Options struct {
 	// MaxTracedRate is the blocking calls a second traced at most (on
-	// average over a Period) before sampling windows take over. Default
-	// 2,000 (see bench_test.go for what a traced call costs).
+	// average over a Period): above it the events are attached in sampling
+	// windows only. Default 2,000, at which short_waits' 100,000 calls a
+	// second lose no measurable throughput (BenchmarkTracerCost).
 	MaxTracedRate float64
 	// Period is the duty cycle's period: one sampling window each at high
 	// rates (a shorter one when the reader is not realtime, see plan).

@@ -152,8 +152,10 @@ func TestCountedWaits(t *testing.T) {
 	mean := f.Total / time.Duration(max(f.Woken+f.TimedOut+f.Interrupted+f.Failed, 1))
 	assert.LessOrEqual(t, mean, progMean+progMean/20)
 	assert.GreaterOrEqual(t, mean, progMean/2)
+	// The waker sleeps 1 ms between wakes (never less), and a median is
+	// no more than a few times the mean of a distribution skewed right.
 	p50 := Quantile(sortedCopy(f.Durations), 0.5)
-	assert.Greater(t, p50, progMean/4)
+	assert.Greater(t, p50, 500*time.Microsecond)
 	assert.Less(t, p50, 3*progMean)
 	assert.LessOrEqual(t, f.Max, time.Duration(c2["max_ns"]), "a traced wait outlasted the longest the program timed")
 
@@ -182,7 +184,7 @@ func checkStacks(t *testing.T, pid int, f *Futex) {
 	maps := readMaps(t, pid)
 	u := procfs.NewFS("/proc").NewUnwinder(pid)
 	defer u.Close()
-	for _, s := range f.Stacks {
+	for i, s := range f.Stacks {
 		assert.True(t, maps.exec(s.Regs.PC), "PC %#x in no executable mapping", s.Regs.PC)
 		assert.True(t, maps.in(s.Regs.SP), "SP %#x in no mapping", s.Regs.SP)
 		var w [8]byte
@@ -197,6 +199,9 @@ func checkStacks(t *testing.T, pid int, f *Futex) {
 		names := make([]string, len(frames))
 		for i, fr := range frames {
 			names[i] = fr.Name()
+		}
+		if i == 0 {
+			t.Logf("a waiter's stack from a sample: %v", names)
 		}
 		assert.Contains(t, strings.Join(names, " "), "counted_wait", "the waiter's stack: %v", names)
 	}
