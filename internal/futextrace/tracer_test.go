@@ -349,3 +349,40 @@ func slicesContains(s []int, v int) bool {
 	}
 	return false
 }
+
+// TestThousandThreads traces a process of a thousand threads: four events
+// and one ring each, the rings' memory within tens of megabytes.
+func TestThousandThreads(t *testing.T) {
+	requireRoot(t)
+	p := testnative.Start(t, "many_threads", "1000")
+	start := time.Now()
+	tr, err := Open(p.PID, Options{})
+	require.NoError(t, err)
+	opened := time.Since(start)
+	defer tr.Close()
+	b := tr.Read()
+	assert.Equal(t, 1001, b.Threads)
+	mapped := mappedPerf(t)
+	t.Logf("1001 threads: Open took %v, %.1f MB of perf rings mapped, %v of the tracer's CPU", opened, float64(mapped)/1e6, b.Cost)
+	assert.Less(t, mapped, int64(64<<20))
+	require.NoError(t, tr.Close())
+	assert.Zero(t, mappedPerf(t), "Close unmaps every ring")
+}
+
+// mappedPerf is the bytes of perf rings this process maps.
+func mappedPerf(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	require.NoError(t, err)
+	var sum int64
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.Contains(l, "[perf_event]") && !strings.HasSuffix(l, "anon_inode:[perf_event]") {
+			continue
+		}
+		lo, hi, _ := strings.Cut(strings.Fields(l)[0], "-")
+		a, _ := strconv.ParseUint(lo, 16, 64)
+		z, _ := strconv.ParseUint(hi, 16, 64)
+		sum += int64(z - a)
+	}
+	return sum
+}
