@@ -361,7 +361,8 @@ func (u *Unwinder) scan(row unwindRow, cur regs) (regs, bool) {
 
 // returnAddress says whether v can be a return address: it lies in an
 // executable mapping right after a call instruction (e8 rel32, or one of
-// the ff /2 forms), whose bytes are read through the same memory.
+// the ff /2 forms), whose bytes are read through the same memory, or it
+// is the signal trampoline.
 func (u *Unwinder) returnAddress(v uint64) bool {
 	if v < 8 {
 		return false
@@ -373,7 +374,9 @@ func (u *Unwinder) returnAddress(v uint64) bool {
 	if m, found := u.mapping(v); found && len(m.Perms) >= 3 && m.Perms[2] == 'x' {
 		var code [8]byte
 		u.stats.Reads++
-		ok = u.win.mem.ReadStack(v-8, code[:]) && afterCall(code)
+		// A signal handler returns to the trampoline, which no call
+		// precedes.
+		ok = u.win.mem.ReadStack(v-8, code[:]) && afterCall(code) || u.sigreturn(v)
 	}
 	if len(u.calls) >= maxCachedPCs {
 		clear(u.calls)
@@ -484,7 +487,7 @@ func (u *Unwinder) lookupPC(pc, look uint64) pcInfo {
 	if name, start, ok := um.tab.funcs.lookup(vlook); ok {
 		info.frame.Function, info.frame.Offset = demangleSymbol(name), vaddr-start
 	}
-	info.row = um.tab.eh.row(vlook)
+	info.row = um.tab.row(vlook)
 	return info
 }
 

@@ -48,18 +48,29 @@ const (
 // loadEHTable reads f's .eh_frame, or its .debug_frame when it has none;
 // nil when it has neither or they cannot be parsed.
 func loadEHTable(f *elf.File) *ehTable {
+	if t := loadSection(f, ".eh_frame"); t != nil {
+		return t
+	}
+	return loadSection(f, ".debug_frame")
+}
+
+// loadSection reads the call-frame section name of f (.eh_frame or
+// .debug_frame); nil when f has none or it cannot be parsed.
+func loadSection(f *elf.File, name string) *ehTable {
 	if f.Class != elf.ELFCLASS64 || f.ByteOrder != binary.LittleEndian {
 		return nil
 	}
-	if sec := f.Section(".eh_frame"); sec != nil && sec.Type != elf.SHT_NOBITS && sec.Addr != 0 {
-		if t := parseEHTable(sec, sec.Addr); t != nil {
-			return t
+	sec := f.Section(name)
+	if sec == nil || sec.Type == elf.SHT_NOBITS {
+		return nil
+	}
+	if name == ".eh_frame" {
+		if sec.Addr == 0 {
+			return nil
 		}
+		return parseEHTable(sec, sec.Addr)
 	}
-	if sec := f.Section(".debug_frame"); sec != nil && sec.Type != elf.SHT_NOBITS {
-		return parseEHTable(sec, 0)
-	}
-	return nil
+	return parseEHTable(sec, 0)
 }
 
 func parseEHTable(sec *elf.Section, addr uint64) *ehTable {

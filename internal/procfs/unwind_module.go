@@ -14,15 +14,27 @@ import (
 // information and its function symbols. They are read once per binary
 // and shared by every Unwinder (see tableCache), immutable once built.
 type moduleTables struct {
-	eh    *ehTable
-	funcs *funcTable
+	// eh is the .eh_frame; debug the .debug_frame, read too when the
+	// binary has one, for the functions .eh_frame leaves out (a program
+	// built -g without unwind tables has its C runtime's in .eh_frame,
+	// its own in .debug_frame).
+	eh, debug *ehTable
+	funcs     *funcTable
 }
 
 func (t *moduleTables) bytes() int {
 	if t == nil {
 		return 0
 	}
-	return t.eh.bytes() + t.funcs.bytes()
+	return t.eh.bytes() + t.debug.bytes() + t.funcs.bytes()
+}
+
+// row is the CFI row at vaddr, from .eh_frame, else .debug_frame.
+func (t *moduleTables) row(vaddr uint64) unwindRow {
+	if _, ok := t.eh.find(vaddr); ok {
+		return t.eh.row(vaddr)
+	}
+	return t.debug.row(vaddr)
 }
 
 // tableKey names one binary's tables: its build-id, and the file's
@@ -103,14 +115,14 @@ func (u *Unwinder) module(first Mapping) *unwindModule {
 // symbols: the full symbol table, else the one of its debug file (by
 // build-id, in the target's root), else the exported ones.
 func (u *Unwinder) loadTables(file *os.File, f *elf.File, id string) *moduleTables {
-	tab := &moduleTables{eh: loadEHTable(f), funcs: loadFuncTable(file, f, elf.SHT_SYMTAB)}
-	if tab.funcs == nil || tab.eh == nil {
+	tab := &moduleTables{eh: loadSection(f, ".eh_frame"), debug: loadSection(f, ".debug_frame"), funcs: loadFuncTable(file, f, elf.SHT_SYMTAB)}
+	if tab.funcs == nil || tab.eh == nil && tab.debug == nil {
 		if dfile, df := openDebugFile(u.fs, u.pid, id); dfile != nil {
 			if tab.funcs == nil {
 				tab.funcs = loadFuncTable(dfile, df, elf.SHT_SYMTAB)
 			}
-			if tab.eh == nil {
-				tab.eh = loadEHTable(df)
+			if tab.eh == nil && tab.debug == nil {
+				tab.debug = loadSection(df, ".debug_frame")
 			}
 			dfile.Close()
 		}
