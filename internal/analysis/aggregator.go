@@ -106,6 +106,8 @@ type Aggregator struct {
 	jvmLast  *snapshot.JVMCounters
 
 	jfr *jfrAgg // JFR waits and GC pauses (jfrwaits.go); nil without a recording
+	// exact is the run's futex tracing (exactwaits.go); nil without it.
+	exact *exactRun
 
 	hung hungAgg // a stopped process, a JVM that does not answer (hung.go)
 }
@@ -195,6 +197,7 @@ func (a *Aggregator) Add(s *snapshot.Snapshot) {
 		a.addSerialization(tick)
 	}
 	a.addJFR(s)
+	a.addFutexTrace(s.FutexTrace)
 	a.addHung(s)
 }
 

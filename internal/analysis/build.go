@@ -75,6 +75,7 @@ func (a *Aggregator) summary(full bool) *Summary {
 	a.costSummary(s)
 	a.jvmSummary(s)
 	s.JFR = a.jfrSummary()
+	s.ExactWaits = a.exactRunSummary()
 	if full {
 		s.Timelines = a.timelineSummaries()
 		s.Findings = findings(s, a.hungFindings()...)

@@ -130,6 +130,11 @@ func lockFindings(s *Summary, covered map[string]bool) []Finding {
 			}
 			continue
 		}
+		if l.Kind == "futex" && exactHot(l.Exact) && (l.Waiters < 2 || l.DumpsSeen == 0) {
+			// Waits the samples barely saw, which the kernel counted.
+			out = append(out, exactFutexFinding(l, s))
+			continue
+		}
 		// One waiter is a hotspot only when it is there most of the time
 		// over several samples (in a single dump every waited-on lock has
 		// a waiter "always"); a lock of a deadlock is reported with it.

@@ -106,21 +106,8 @@ func (a *Aggregator) addFutexLocks(s *snapshot.Snapshot, dt time.Duration, names
 			a.os.addCondition(fw)
 			continue
 		}
+		la := a.futexLock(fw.Address, fw.Location, fw.Kind)
 		addr := fmt.Sprintf("0x%x", fw.Address)
-		class := futexClass(fw.Location)
-		la := a.lock(lockKey("futex", "", addr), "futex", class)
-		if fw.Location.Module != "" {
-			la.class, la.module = class, fw.Location.Module
-			if fw.Location.Symbol != "" {
-				la.symbol = strPtr(fw.Location.String())
-			}
-		}
-		if la.futexKind == "" || fw.Kind != snapshot.FutexUnknown {
-			la.futexKind = string(fw.Kind)
-		}
-		if la.futex == nil {
-			la.futex = &futexAgg{}
-		}
 		n := len(fw.TIDs)
 		la.noteKind("futex", n)
 		la.samples++
@@ -368,6 +355,9 @@ func futexFinding(l LockSummary, samples int) Finding {
 	}
 	if h := l.Holder; h != nil && len(h.Stack) > 0 {
 		ev = append(ev, "the holder's stack at that sample: "+strings.Join(h.Stack, " ← "))
+	}
+	if x := l.Exact; x != nil {
+		ev = append(ev, exactEvidence(x))
 	}
 	if l.BlockedThreadSeconds > 0 {
 		ev = append(ev, fmt.Sprintf("threads spent %.1f s queued on it in all (each sighting counts the time the waiter was off the CPU since the sample before)", l.BlockedThreadSeconds))

@@ -50,6 +50,7 @@ type lockAgg struct {
 	module    string
 	futexKind string
 	futex     *futexAgg
+	exact     *exactAgg // the kernel's counts (exactwaits.go)
 
 	waiters *downsampled
 
@@ -668,6 +669,7 @@ func (a *Aggregator) lockSummaries() []LockSummary {
 			Module:               la.module,
 			FutexKind:            la.futexKind,
 			Holder:               futexHolderSummary(la),
+			Exact:                a.exactSummary(la),
 		}
 		for k, n := range la.kinds {
 			ls.WaitKinds[k] = n
@@ -682,6 +684,10 @@ func (a *Aggregator) lockSummaries() []LockSummary {
 		if denom > 0 {
 			ls.AvgWaiters = round3(float64(la.waiterSum) / float64(denom))
 			ls.BlockedShare = round3(float64(la.samples) / float64(denom))
+		}
+		if len(ls.WaitFrames) == 0 && ls.Exact != nil && len(ls.Exact.Sites) > 0 {
+			// Waits too short for the samples: the kernel's stacks say where.
+			ls.WaitFrames = ls.Exact.Sites
 		}
 		if len(ls.WaitFrames) > 0 {
 			ls.WaitFrame = strPtr(ls.WaitFrames[0].Frame)

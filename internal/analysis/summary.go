@@ -67,6 +67,9 @@ type Summary struct {
 	// JFR describes the recording data read (JFR files, attach --jfr);
 	// absent without one.
 	JFR *JFRSummary `json:"jfr,omitempty"`
+	// ExactWaits describes the futex waits the kernel counted for a native
+	// target (attach as root); absent without them.
+	ExactWaits *ExactWaitsSummary `json:"exact_waits,omitempty"`
 
 	Locks []LockSummary `json:"locks"`
 	// Waits classes every thread of the last dump that is not running:
@@ -218,6 +221,9 @@ type LockSummary struct {
 	// JFR is what a Java Flight Recorder recording measured about the
 	// lock (exact waits); absent without a recording.
 	JFR *JFRWaits `json:"jfr,omitempty"`
+	// Exact is what the kernel counted of a futex lock's waits (attach as
+	// root); absent without it.
+	Exact *ExactWaits `json:"exact_waits,omitempty"`
 }
 
 // ContentionSite is one lock class waited for at one frame, over all its

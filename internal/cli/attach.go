@@ -40,6 +40,8 @@ type AttachOptions struct {
 	Top      int
 	// JVM targets: thread dumps, and Flight Recorder with --jfr.
 	JVM liveJVMFlags
+	// Native targets: the kernel's count of futex waits.
+	Native nativeFlags
 	// Record appends every sample to this recording (ctprof report).
 	Record string
 	// Listen, when set, serves Prometheus metrics of the run there;
@@ -105,6 +107,9 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 			if err := opts.JVM.validate(); err != nil {
 				return err
 			}
+			if err := opts.Native.validate(); err != nil {
+				return err
+			}
 			switch {
 			case opts.Duration < 0:
 				return usageErrorf("--duration must not be negative (0: until Ctrl-C or the target exits), not %s", opts.Duration)
@@ -139,6 +144,7 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 	f.StringVarP(&opts.Format, "format", "f", "text", "summary format: text or json")
 	f.IntVar(&opts.Top, "top", 10, "rows per table in the text summary")
 	opts.JVM.register(f)
+	opts.Native.register(f)
 	opts.Out.register(f)
 	f.StringVar(&opts.Record, "record", "", "also append every sample to this recording file, for ctprof report")
 	f.StringVar(&opts.Listen, "listen", "", "serve Prometheus metrics at this address while sampling (e.g. 127.0.0.1:9901)")
@@ -160,7 +166,7 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 		}
 	}
 	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Duration: opts.Duration, Count: opts.Count, Port: opts.Port,
-		JVM: opts.JVM.options()})
+		JVM: opts.JVM.options(), ExactWaits: opts.Native.mode()})
 	if err != nil {
 		return err
 	}

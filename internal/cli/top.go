@@ -31,6 +31,7 @@ type TopOptions struct {
 	Interval time.Duration
 	Port     int
 	JVM      liveJVMFlags
+	Native   nativeFlags
 	// HTML is where the r key writes the report; empty: a new file in the
 	// current directory named after the target.
 	HTML string
@@ -73,6 +74,9 @@ func NewCmdTop(io IO, runF func(*TopOptions) error) *cobra.Command {
 			if err := opts.JVM.validate(); err != nil {
 				return err
 			}
+			if err := opts.Native.validate(); err != nil {
+				return err
+			}
 			if opts.Port < 0 || opts.Port > 65535 {
 				return usageErrorf("--port must be between 0 and 65535, not %d", opts.Port)
 			}
@@ -101,6 +105,7 @@ func NewCmdTop(io IO, runF func(*TopOptions) error) *cobra.Command {
 	f.IntVar(&opts.Top, "top", 10, "rows per table in the summary printed after quitting")
 	f.StringVar(&opts.Follow, "follow", "", "show a log of thread dumps as it grows (FILE, or - for standard input) instead of a process")
 	opts.JVM.register(f)
+	opts.Native.register(f)
 	return cmd
 }
 
@@ -112,7 +117,7 @@ func topRun(ctx context.Context, opts *TopOptions) error {
 	if err != nil {
 		return err
 	}
-	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Port: opts.Port, JVM: opts.JVM.options()})
+	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Port: opts.Port, JVM: opts.JVM.options(), ExactWaits: opts.Native.mode()})
 	if err != nil {
 		return err
 	}

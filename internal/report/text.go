@@ -80,6 +80,9 @@ func writeLiveHeader(tw *textWriter, s *analysis.Summary) {
 	if c := s.Connections; c != nil {
 		writeConnections(tw, s, c)
 	}
+	if x := s.ExactWaits; x != nil {
+		tw.printf("%s\n", analysis.ExactWaitsLine(x))
+	}
 	if s.Dumps > 0 {
 		tw.printf("Java states: %s\n", formatStates(s.States))
 	}
@@ -210,6 +213,9 @@ func writeFutexLock(tw *textWriter, l analysis.LockSummary) {
 	}
 	if h := l.Holder; h != nil && len(h.Stack) > 0 {
 		tw.printf("      holder's stack: %s\n", T(strings.Join(h.Stack, " ← ")))
+	}
+	if x := l.Exact; x != nil {
+		tw.printf("      kernel counted: %s\n", T(analysis.ExactLockLine(x)))
 	}
 }
 

@@ -29,6 +29,9 @@ type Options struct {
 	ProcRoot string
 	// JVM tunes thread dumps of JVM targets.
 	JVM JVMOptions
+	// ExactWaits says whether a native target's futex waits are counted
+	// by the kernel (exactwaits.go); off by default.
+	ExactWaits ExactWaits
 }
 
 // JVMOptions tune the thread dumps of a JVM target.
@@ -151,6 +154,10 @@ type Sampler struct {
 	hang hangState
 	// stacks unwinds the native stacks of blocked threads (stacks.go).
 	stacks stackState
+	// exact is the futex tracer (exactwaits.go); exactMissing says why
+	// there is none when the host could not give one.
+	exact        exactState
+	exactMissing string
 }
 
 // NewSampler checks the target and opens what the sweep keeps open. It
@@ -243,6 +250,10 @@ func NewSampler(opts Options) (*Sampler, error) {
 			s.notes = append(s.notes, "a thread dump asked for while ctprof started was not used (the options ask for another kind); the JVM paused for it")
 		}
 	}
+	if err := s.openExactWaits(opts.ExactWaits); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if s.jvm != nil && s.jvm.NoPerfData != "" {
 		s.notes = append(s.notes, "no JVM counters (threads, safepoints, GC, monitor inflations): "+s.jvm.NoPerfData+
 			"; thread dumps still work through the attach socket, but the pause each causes is not measured, so dumps are spaced as if the whole request paused the JVM")
@@ -286,7 +297,7 @@ func (s *Sampler) Close() error {
 	if s.stacks.unwinder != nil {
 		unwinder = s.stacks.unwinder.Close()
 	}
-	return errors.Join(s.stopJFR(), s.threads.Close(), s.sym.Close(), s.mem.Close(), unwinder)
+	return errors.Join(s.stopJFR(), s.closeExactWaits(), s.threads.Close(), s.sym.Close(), s.mem.Close(), unwinder)
 }
 
 // Take takes one snapshot. It returns an error wrapping
@@ -387,6 +398,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	}
 	s.mem.FillHolders(snap.Futexes, threads)
 	s.unwindStacks(threads, snap.Futexes)
+	s.readExactWaits(snap, threads)
 
 	nerr, jfrStart := len(snap.Errors), time.Now()
 	s.takeJFR(ctx, snap)
@@ -399,6 +411,9 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	}
 	if s.mem.Denied() {
 		snap.Missing = append(snap.Missing, "mem")
+	}
+	if s.exactMissing != "" {
+		snap.Missing = append(snap.Missing, "futex-trace")
 	}
 	if locked != nil {
 		<-locked

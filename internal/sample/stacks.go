@@ -69,9 +69,7 @@ func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.F
 			}
 		}
 	}
-	if s.stacks.unwinder == nil {
-		s.stacks.unwinder = s.fs.NewUnwinder(s.opts.PID)
-	}
+	u := s.unwinder()
 	next := make(map[int]cachedStack, len(s.stacks.cache))
 	fresh := 0
 	for i := range threads {
@@ -90,7 +88,7 @@ func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.F
 			continue
 		}
 		fresh++
-		t.Stack = s.stacks.unwinder.Unwind(procfs.Regs{PC: t.SyscallPC, SP: t.SyscallSP}, s.mem, procfs.MaxStackFrames)
+		t.Stack = u.Unwind(procfs.Regs{PC: t.SyscallPC, SP: t.SyscallSP}, s.mem, procfs.MaxStackFrames)
 		s.stacks.Unwound++
 		if len(t.Stack) > 0 && !s.threads.StillBlocked(t) {
 			// It woke while its stack was read: the frames may mix two

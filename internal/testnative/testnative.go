@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -276,4 +277,36 @@ func (p *Process) Stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	})
+}
+
+// Request sends sig to the program (by its pid) and returns the fields of
+// the next output line starting with prefix+" " as key=value pairs ("COUNTS
+// calls=12 woken=10" → calls: 12, woken: 10), failing the test when none
+// comes within 10 s.
+func (p *Process) Request(t testing.TB, sig syscall.Signal, prefix string) map[string]uint64 {
+	t.Helper()
+	before := strings.Count(p.Output(), "\n"+prefix+" ")
+	if err := syscall.Kill(p.PID, sig); err != nil {
+		t.Fatalf("testnative: signal %s: %v", p.Name, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(p.Output(), "\n"+prefix+" ") == before {
+		if time.Now().After(deadline) {
+			t.Fatalf("testnative: %s printed no %s line within 10 s; output:\n%s", p.Name, prefix, p.Output())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	out := p.Output()
+	i := strings.LastIndex(out, "\n"+prefix+" ")
+	line, _, _ := strings.Cut(out[i+1:], "\n")
+	fields := map[string]uint64{}
+	for _, kv := range strings.Fields(line)[1:] {
+		k, v, _ := strings.Cut(kv, "=")
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("testnative: %s: %q in %q", p.Name, kv, line)
+		}
+		fields[k] = n
+	}
+	return fields
 }

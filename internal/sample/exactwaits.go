@@ -1,0 +1,140 @@
+package sample
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ctprof/ctprof/internal/futextrace"
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/snapshot"
+)
+
+// ExactWaits says whether a native target's futex waits are counted by
+// the kernel (internal/futextrace: the syscall tracepoints through
+// perf_event_open, which needs root or CAP_PERFMON).
+type ExactWaits int
+
+// The modes of ExactWaits.
+const (
+	// ExactOff samples /proc only (the zero value, for library callers).
+	ExactOff ExactWaits = iota
+	// ExactAuto counts them where the privilege allows, and otherwise
+	// says so once and samples /proc.
+	ExactAuto
+	// ExactOn counts them or fails.
+	ExactOn
+)
+
+// exactStackEvery takes the user stack of every Nth blocking futex call,
+// so the waits the samples miss still have a site; the tracer keeps a few
+// per futex per batch.
+const exactStackEvery = 64
+
+// exactState is the sampler's futex tracer; nil tracer without one.
+type exactState struct {
+	tracer *futextrace.Tracer
+	tids   []int
+}
+
+// openExactWaits starts the tracer for a native target as mode asks. An
+// error is returned only for ExactOn; under ExactAuto a host that cannot
+// trace leaves "futex-trace" among the snapshots' Missing, so the summary
+// can say what the privilege would add.
+func (s *Sampler) openExactWaits(mode ExactWaits) error {
+	if mode == ExactOff || s.target.Kind != snapshot.KindNative {
+		if mode == ExactOn && s.target.Kind != snapshot.KindNative {
+			return fmt.Errorf("--exact-waits on: pid %d is a JVM; exact futex waits are for native processes (a JVM's waits: --jfr)", s.opts.PID)
+		}
+		return nil
+	}
+	if s.fs.Root() != "/proc" && s.fs.Root() != "" {
+		if mode == ExactOn {
+			return fmt.Errorf("--exact-waits on: the kernel's tracepoints see this host's processes, not those under --proc-root %s", s.fs.Root())
+		}
+		return nil
+	}
+	t, err := futextrace.Open(s.opts.PID, futextrace.Options{StackEvery: exactStackEvery})
+	if err != nil {
+		if mode == ExactOn {
+			return fmt.Errorf("--exact-waits on: %w", err)
+		}
+		var fe *futextrace.Error
+		if errors.As(err, &fe) {
+			s.exactMissing = fe.Error()
+		} else {
+			s.exactMissing = err.Error()
+		}
+		return nil
+	}
+	s.exact.tracer = t
+	return nil
+}
+
+// readExactWaits follows the sweep's threads and takes the tracer's batch
+// into the snapshot, each futex named and classed as the sweep's are, the
+// stacks the kernel copied unwound.
+func (s *Sampler) readExactWaits(snap *snapshot.Snapshot, threads []snapshot.OSThread) {
+	t := s.exact.tracer
+	if t == nil {
+		return
+	}
+	s.exact.tids = s.exact.tids[:0]
+	for i := range threads {
+		s.exact.tids = append(s.exact.tids, threads[i].TID)
+	}
+	if err := t.Sync(s.exact.tids); err != nil {
+		snap.Errors = append(snap.Errors, "exact futex waits: "+err.Error())
+	}
+	b := t.Read()
+	ft := &snapshot.FutexTrace{
+		Elapsed: b.Elapsed, Calls: b.Calls, Exact: b.Exact, Traced: b.Traced, TracedShare: b.TracedShare,
+		Lost: b.Lost, Cost: b.Cost,
+	}
+	sampled := make(map[uint64]snapshot.FutexKind, len(snap.Futexes))
+	for _, fw := range snap.Futexes {
+		sampled[fw.Address] = fw.Kind
+	}
+	for _, f := range b.Futexes {
+		tf := snapshot.TracedFutex{
+			Address: f.Addr, Op: procfs.FutexOpName(uint64(f.Op)),
+			Waits: f.Waits, Traced: f.Traced - f.AgainTraced, TimedOut: f.TimedOut,
+			Total: f.Total, Max: f.Max, Durations: f.Durations, TIDs: f.TIDs,
+		}
+		tf.Location = procfs.Location{Address: f.Addr}
+		if loc, err := s.sym.Resolve(f.Addr); err == nil {
+			tf.Location = loc
+		}
+		kind, ok := sampled[f.Addr]
+		if !ok {
+			// The value a waiter expected is not in the batch: a plain
+			// FUTEX_WAIT is classed by its symbol, or unknown.
+			kind = procfs.ClassifyFutex(uint64(f.Op), 0, tf.Location)
+		}
+		tf.Kind = kind
+		for _, st := range f.Stacks {
+			if frames := s.unwinder().Unwind(st.Regs, st.Memory, procfs.MaxStackFrames); len(frames) > 0 {
+				tf.Stacks = append(tf.Stacks, frames)
+			}
+		}
+		ft.Futexes = append(ft.Futexes, tf)
+	}
+	snap.FutexTrace = ft
+}
+
+// unwinder is the sampler's native stack unwinder, made on first use.
+func (s *Sampler) unwinder() *procfs.Unwinder {
+	if s.stacks.unwinder == nil {
+		s.stacks.unwinder = s.fs.NewUnwinder(s.opts.PID)
+	}
+	return s.stacks.unwinder
+}
+
+// closeExactWaits stops the tracer.
+func (s *Sampler) closeExactWaits() error {
+	if s.exact.tracer == nil {
+		return nil
+	}
+	err := s.exact.tracer.Close()
+	s.exact.tracer = nil
+	return err
+}
