@@ -36,8 +36,8 @@ var userRegs = func() regsLayout {
 // pendingCall is a traced call's entry waiting for its exit.
 type pendingCall struct {
 	uaddr, op, val uint64
-	timed     bool
-	time      uint64
+	timed          bool
+	time           uint64
 }
 
 // thread is one traced thread: its pairing state, its counts, and while
