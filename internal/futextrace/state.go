@@ -296,21 +296,25 @@ func (s *state) disableEvents(th *thread, all bool) {
 }
 
 // closeEvents closes a disabled thread's events but a tail still needed.
+// (Epoll forgets a fd only when its file goes, which the ring's mapping
+// holds: release takes it out of epoll before closing.)
 func (s *state) closeEvents(th *thread, all bool) {
 	s.drain(th)
-	for _, fd := range []*int{&th.countFD, &th.enterFD, &th.exit} {
-		if *fd >= 0 {
-			unix.Close(*fd)
-			*fd = -1
+	if th.tailOnly && !all && th.pending {
+		for _, fd := range []*int{&th.countFD, &th.enterFD, &th.exit} {
+			if *fd >= 0 {
+				unix.Close(*fd)
+				*fd = -1
+			}
+		}
+		// An exit the exit event wrote before it went off.
+		s.drain(th)
+		if th.pending {
+			return
 		}
 	}
-	if th.tailOnly && (all || !th.pending) {
-		th.tailOnly = false
-	}
-	if !th.tailOnly {
-		th.pending = false
-		s.release(th)
-	}
+	th.pending = false
+	s.release(th)
 }
 
 // release closes a thread's fds and unmaps its ring.
