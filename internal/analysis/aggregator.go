@@ -108,6 +108,8 @@ type Aggregator struct {
 	jfr *jfrAgg // JFR waits and GC pauses (jfrwaits.go); nil without a recording
 	// exact is the run's futex tracing (exactwaits.go); nil without it.
 	exact *exactRun
+	// fast is the run's fast reads (fastreads.go); nil without them.
+	fast *fastRun
 
 	hung hungAgg // a stopped process, a JVM that does not answer (hung.go)
 }
@@ -198,6 +200,7 @@ func (a *Aggregator) Add(s *snapshot.Snapshot) {
 	}
 	a.addJFR(s)
 	a.addFutexTrace(s.FutexTrace)
+	a.addFastReads(s.FastReads)
 	a.addHung(s)
 }
 

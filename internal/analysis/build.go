@@ -76,6 +76,10 @@ func (a *Aggregator) summary(full bool) *Summary {
 	a.jvmSummary(s)
 	s.JFR = a.jfrSummary()
 	s.ExactWaits = a.exactRunSummary()
+	s.FastReads = a.fastRunSummary()
+	if w := fastReadsWarning(s); w != "" {
+		s.Warnings = append(s.Warnings, w)
+	}
 	if full {
 		s.Timelines = a.timelineSummaries()
 		s.Findings = findings(s, a.hungFindings()...)

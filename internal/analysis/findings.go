@@ -135,6 +135,11 @@ func lockFindings(s *Summary, covered map[string]bool) []Finding {
 			out = append(out, exactFutexFinding(l, s))
 			continue
 		}
+		if l.Kind == "futex" && l.Exact == nil && l.FastReads != nil && l.FastReads.Share >= fastHotShare && s.FastReads != nil && (l.Waiters < 2 || l.BlockedShare < 0.5) {
+			// Waits too short for the samples, which the fast reads caught.
+			out = append(out, fastFutexFinding(l, s))
+			continue
+		}
 		// One waiter is a hotspot only when it is there most of the time
 		// over several samples (in a single dump every waited-on lock has
 		// a waiter "always"); a lock of a deadlock is reported with it.

@@ -51,6 +51,7 @@ type lockAgg struct {
 	futexKind string
 	futex     *futexAgg
 	exact     *exactAgg // the kernel's counts (exactwaits.go)
+	fast      *fastAgg  // the fast reads' sightings (fastreads.go)
 
 	waiters *downsampled
 
@@ -670,6 +671,7 @@ func (a *Aggregator) lockSummaries() []LockSummary {
 			FutexKind:            la.futexKind,
 			Holder:               futexHolderSummary(la),
 			Exact:                a.exactSummary(la),
+			FastReads:            fastSummary(la),
 		}
 		for k, n := range la.kinds {
 			ls.WaitKinds[k] = n

@@ -70,6 +70,9 @@ type Summary struct {
 	// ExactWaits describes the futex waits the kernel counted for a native
 	// target (attach as root); absent without them.
 	ExactWaits *ExactWaitsSummary `json:"exact_waits,omitempty"`
+	// FastReads describes the fast reads of the threads that block too
+	// often for the samples (native targets without exact waits).
+	FastReads *FastReadsSummary `json:"fast_reads,omitempty"`
 
 	Locks []LockSummary `json:"locks"`
 	// Waits classes every thread of the last dump that is not running:
@@ -224,6 +227,10 @@ type LockSummary struct {
 	// Exact is what the kernel counted of a futex lock's waits (attach as
 	// root); absent without it.
 	Exact *ExactWaits `json:"exact_waits,omitempty"`
+	// FastReads is what fast reads of the threads that block most often
+	// caught waiting on a futex lock (without exact waits); absent
+	// without them.
+	FastReads *FastReadWaits `json:"fast_reads,omitempty"`
 }
 
 // ContentionSite is one lock class waited for at one frame, over all its

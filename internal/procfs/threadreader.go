@@ -1141,3 +1141,37 @@ func (r *ThreadReader) StillBlocked(t *Thread) bool {
 	parseSyscall(b, &now)
 	return now.Syscall == t.Syscall && now.SyscallArgs == t.SyscallArgs && now.SyscallSP == t.SyscallSP && now.SyscallPC == t.SyscallPC
 }
+
+// ReadSyscallOf reads the system call thread tid of the sweep is in, into
+// t's Syscall, SyscallArgs, SyscallSP and SyscallPC, through the
+// descriptor the sweep keeps open; false when it cannot (a thread gone,
+// not in the last sweep). Fast repeated reads of a few threads between
+// sweeps catch waits too short for the sweep.
+func (r *ThreadReader) ReadSyscallOf(tid int, t *Thread) bool {
+	tf := r.threads[tid]
+	if tf == nil {
+		return false
+	}
+	b, err := r.read(tid, tf, fileSyscall)
+	if err != nil {
+		return false
+	}
+	t.Syscall = SyscallUnknown
+	parseSyscall(b, t)
+	return true
+}
+
+// BlockingFutex reports whether t is blocked in a futex(2) call that
+// waits (not a wake or a requeue), and returns its address, operation and
+// the value it expected.
+func BlockingFutex(t *Thread) (addr, op, val uint64, ok bool) {
+	if t.Syscall != sysFutex {
+		return 0, 0, 0, false
+	}
+	op = t.SyscallArgs[1]
+	switch op & futexCmdMask {
+	case futexWait, futexWaitBitset, futexLockPI, futexLockPI2, futexWaitRequeuePI:
+		return t.SyscallArgs[0], op, t.SyscallArgs[2], true
+	}
+	return 0, 0, 0, false
+}

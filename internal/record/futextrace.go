@@ -92,3 +92,66 @@ func decodeFutexTrace(d *decoder) *snapshot.FutexTrace {
 	}
 	return ft
 }
+
+// encodeFastReads writes what the fast reads of a sample caught (format
+// version 6 on).
+func encodeFastReads(e *encoder, fr *snapshot.FastReads) {
+	e.bool(fr != nil)
+	if fr == nil {
+		return
+	}
+	e.int(fr.Rounds)
+	e.duration(fr.Spacing)
+	e.duration(fr.Took)
+	e.uvarint(uint64(len(fr.Threads)))
+	for i, tid := range fr.Threads {
+		e.int(tid)
+		e.float(fr.BlocksPerSecond[i])
+	}
+	e.uvarint(uint64(len(fr.Futexes)))
+	for i := range fr.Futexes {
+		f := &fr.Futexes[i]
+		e.uvarint(f.Address)
+		encodeLocation(e, f.Location)
+		e.str(string(f.Kind))
+		e.str(f.Op)
+		e.int(f.Sightings)
+		e.uvarint(uint64(len(f.TIDs)))
+		for _, tid := range f.TIDs {
+			e.int(tid)
+		}
+	}
+}
+
+// decodeFastReads reads what encodeFastReads wrote.
+func decodeFastReads(d *decoder) *snapshot.FastReads {
+	if !d.bool() {
+		return nil
+	}
+	fr := &snapshot.FastReads{Rounds: d.int(), Spacing: d.duration(), Took: d.duration()}
+	if n := d.count(2); n > 0 {
+		fr.Threads = make([]int, n)
+		fr.BlocksPerSecond = make([]float64, n)
+		for i := range fr.Threads {
+			fr.Threads[i] = d.int()
+			fr.BlocksPerSecond[i] = d.float()
+		}
+	}
+	n := d.count(6)
+	for i := 0; i < n && d.err == nil; i++ {
+		var f snapshot.FastFutex
+		f.Address = d.uvarint()
+		f.Location = decodeLocation(d)
+		f.Kind = procfs.FutexKind(d.str())
+		f.Op = d.str()
+		f.Sightings = d.int()
+		if nt := d.count(1); nt > 0 {
+			f.TIDs = make([]int, nt)
+			for k := range f.TIDs {
+				f.TIDs[k] = d.int()
+			}
+		}
+		fr.Futexes = append(fr.Futexes, f)
+	}
+	return fr
+}

@@ -161,6 +161,7 @@ func encodeSnapshot(e *encoder, s *snapshot.Snapshot, prev threadState, key bool
 	}
 	if e.version >= 6 {
 		encodeFutexTrace(e, s.FutexTrace)
+		encodeFastReads(e, s.FastReads)
 	}
 	return next
 }
@@ -298,6 +299,7 @@ func decodeSnapshot(d *decoder, prev threadState, key bool) (*snapshot.Snapshot,
 	}
 	if d.version >= 6 {
 		s.FutexTrace = decodeFutexTrace(d)
+		s.FastReads = decodeFastReads(d)
 	}
 	return s, next
 }

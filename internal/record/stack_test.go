@@ -70,7 +70,7 @@ func TestStacksRoundTripAndVersion5(t *testing.T) {
 }
 
 // The futex waits the kernel counted (version 6) survive the round trip,
-// stacks and durations included.
+// stacks and durations included, and so do the fast reads' sightings.
 func TestFutexTraceRoundTrip(t *testing.T) {
 	ft := &snapshot.FutexTrace{
 		Elapsed: time.Second, Calls: 41234.5, Exact: true, Traced: 2000, TracedShare: 0.0485, Lost: 3, Cost: 7 * time.Millisecond,
@@ -86,12 +86,18 @@ func TestFutexTraceRoundTrip(t *testing.T) {
 	snaps := []*snapshot.Snapshot{
 		{Time: time.Unix(1, 0), Threads: []snapshot.OSThread{{TID: 10, Name: "w"}}},
 		{Time: time.Unix(2, 0), Threads: []snapshot.OSThread{{TID: 10, Name: "w"}}, FutexTrace: ft},
+		{Time: time.Unix(3, 0), Threads: []snapshot.OSThread{{TID: 10, Name: "w"}}, FastReads: &snapshot.FastReads{
+			Rounds: 40, Spacing: 100 * time.Microsecond, Took: 6 * time.Millisecond, Threads: []int{10, 11}, BlocksPerSecond: []float64{41000, 39000.5},
+			Futexes: []snapshot.FastFutex{{Address: 0x1000, Location: procfs.Location{Address: 0x1000, Module: "server", Offset: 0x40}, Kind: procfs.FutexLock, Op: "FUTEX_WAIT_PRIVATE", Sightings: 9, TIDs: []int{10, 11}}},
+		}},
 	}
 	path := filepath.Join(t.TempDir(), "run.ctprof")
 	writeAll(t, path, snaps)
 	got, r := readAll(t, path)
 	assert.Empty(t, r.Warnings())
-	require.Len(t, got, 2)
+	require.Len(t, got, 3)
 	assert.Nil(t, got[0].FutexTrace)
 	assert.Equal(t, ft, got[1].FutexTrace)
+	assert.Nil(t, got[1].FastReads)
+	assert.Equal(t, snaps[2].FastReads, got[2].FastReads)
 }

@@ -158,6 +158,9 @@ type Sampler struct {
 	// there is none when the host could not give one.
 	exact        exactState
 	exactMissing string
+	// fast reads the threads that block too often for the samples
+	// (fastreads.go).
+	fast fastState
 }
 
 // NewSampler checks the target and opens what the sweep keeps open. It
@@ -399,6 +402,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	s.mem.FillHolders(snap.Futexes, threads)
 	s.unwindStacks(threads, snap.Futexes)
 	s.readExactWaits(snap, threads)
+	s.fastReads(snap, threads, sweptAt)
 
 	nerr, jfrStart := len(snap.Errors), time.Now()
 	s.takeJFR(ctx, snap)

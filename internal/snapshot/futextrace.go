@@ -55,3 +55,35 @@ type TracedFutex struct {
 	// Stacks are some waiters' stacks at the call, innermost first.
 	Stacks [][]procfs.StackFrame
 }
+
+// FastReads is what fast repeated reads of a few threads' system calls
+// saw between two samples, when the kernel's count of futex waits is not
+// available (no root or CAP_PERFMON): the threads whose voluntary context
+// switches say they block far more often than a sample can see, read
+// Rounds times a fraction of a millisecond apart.
+type FastReads struct {
+	// Rounds is how many times each thread was read, Spacing the time
+	// between rounds, Took the time the reads took.
+	Rounds  int
+	Spacing time.Duration
+	Took    time.Duration
+	// Threads are the threads read; BlocksPerSecond their voluntary
+	// switches a second since the previous sample, by thread.
+	Threads         []int
+	BlocksPerSecond []float64
+	// Futexes are the futex waits the reads caught, by address.
+	Futexes []FastFutex
+}
+
+// FastFutex is one futex address the fast reads caught threads waiting
+// on.
+type FastFutex struct {
+	Address  uint64
+	Location procfs.Location
+	Kind     FutexKind
+	Op       string
+	// Sightings is how many of the reads found a thread waiting here;
+	// TIDs the threads (sorted).
+	Sightings int
+	TIDs      []int
+}

@@ -96,6 +96,9 @@ type Snapshot struct {
 	// waits since the previous sample (attach as root: --exact-waits);
 	// nil without it.
 	FutexTrace *FutexTrace
+	// FastReads is what fast reads of the threads that block most often
+	// caught, when there is no FutexTrace; nil when none were made.
+	FastReads *FastReads
 
 	// Stopped is set when every thread of the process was stopped at this
 	// tick (hung.go); NoAnswer when the JVM has not answered a request
