@@ -110,6 +110,11 @@ type Aggregator struct {
 	exact *exactRun
 	// fast is the run's fast reads (fastreads.go); nil without them.
 	fast *fastRun
+	// nativeLockThreads names the threads seen queued on, or holding, a
+	// native lock (at most maxNativeLockThreads): a JVM thread in a JNI
+	// lock is RUNNABLE in the same Java frame dump after dump, and is not
+	// a stuck thread.
+	nativeLockThreads map[string]bool
 
 	hung hungAgg // a stopped process, a JVM that does not answer (hung.go)
 }

@@ -265,6 +265,9 @@ func (a *Aggregator) stuckThreads() []StuckThread {
 		if ta.state == threaddump.StateRunnable && isIdleFrame(ta.topFrame) {
 			continue
 		}
+		if ta.state == threaddump.StateRunnable && a.nativeLockThreads[k.name] {
+			continue // in a native (JNI) lock, which the lock table reports
+		}
 		out = append(out, StuckThread{Thread: k.name, State: string(ta.state), Frame: ta.topFrame, Dumps: ta.seen})
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -114,6 +114,7 @@ func (a *Aggregator) addFutexLocks(s *snapshot.Snapshot, dt time.Duration, names
 		la.waiterSum += n
 		for _, tid := range fw.TIDs {
 			t, ta := thread(tid)
+			a.noteNativeLockThread(ta)
 			la.blockedSeconds += asleepSeconds(ta, dt)
 			if t != nil {
 				la.waitFrames.inc(nativeWaitSite(t.Stack), 1)
@@ -137,6 +138,7 @@ func (a *Aggregator) addFutexLocks(s *snapshot.Snapshot, dt time.Duration, names
 			if ta == nil {
 				return t, ""
 			}
+			a.noteNativeLockThread(ta)
 			return t, ta.name
 		})
 	}
@@ -422,4 +424,20 @@ func waitSitesClause(frames []FrameCount) string {
 		parts = append(parts, fmt.Sprintf("%s %d", f.Frame, f.Samples))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// maxNativeLockThreads bounds Aggregator.nativeLockThreads.
+const maxNativeLockThreads = 10000
+
+// noteNativeLockThread remembers that ta queued on or held a native lock.
+func (a *Aggregator) noteNativeLockThread(ta *osThreadAgg) {
+	if ta == nil || ta.name == "" {
+		return
+	}
+	if a.nativeLockThreads == nil {
+		a.nativeLockThreads = map[string]bool{}
+	}
+	if len(a.nativeLockThreads) < maxNativeLockThreads {
+		a.nativeLockThreads[ta.name] = true
+	}
 }

@@ -185,6 +185,9 @@ func checkJNIStacks(t *testing.T, l map[string]any, section, jni string) {
 		}
 		assert.Contains(t, stack, section, "the holder's native stack")
 		assert.Contains(t, h["runs"], section, "what the holder runs")
+		// It ends where the JNI method returns into Java (compiled or
+		// interpreted code no binary holds): the dump has the rest.
+		assert.Equal(t, jni, stack[len(stack)-1], "the holder's native stack ends at the JNI method: %v", stack)
 	}
 }
 
@@ -209,6 +212,9 @@ func checkJNIFindings(t *testing.T, doc map[string]any, heapLock map[string]any)
 			assert.Contains(t, s, " in jni_locks_heap_section ← Java_JniLocks_heapWork ")
 		default:
 			assert.NotContains(t, s, "futex", "a finding on another futex")
+			// Queued on a JNI lock, RUNNABLE in Java: not a thread stuck in
+			// a loop.
+			assert.NotRegexp(t, `RUNNABLE in the same .*JniLocks`, s)
 		}
 	}
 	assert.True(t, global, "no finding on jni_global_lock: %v", doc["findings"])

@@ -112,7 +112,7 @@ func (s *Sampler) readExactWaits(snap *snapshot.Snapshot, threads []snapshot.OST
 		}
 		tf.Kind = kind
 		for _, st := range f.Stacks {
-			if frames := s.unwinder().Unwind(st.Regs, st.Memory, procfs.MaxStackFrames); len(frames) > 0 {
+			if frames := s.unwinder().Unwind(st.Regs, copyThenLive{st.Memory, s.mem}, procfs.MaxStackFrames); len(frames) > 0 {
 				tf.Stacks = append(tf.Stacks, frames)
 			}
 		}
@@ -137,4 +137,17 @@ func (s *Sampler) closeExactWaits() error {
 	err := s.exact.tracer.Close()
 	s.exact.tracer = nil
 	return err
+}
+
+// copyThenLive reads a waiter's stack from the copy the kernel took at
+// its futex call, and what lies outside the copy (the code the unwinder's
+// stack scan checks for a call before a return address) through
+// /proc/<pid>/mem.
+type copyThenLive struct {
+	copy procfs.StackMemory
+	live *procfs.MemReader
+}
+
+func (m copyThenLive) ReadStack(addr uint64, b []byte) bool {
+	return m.copy.ReadStack(addr, b) || m.live.ReadStack(addr, b)
 }

@@ -1,6 +1,8 @@
 package sample
 
 import (
+	"strings"
+
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
 )
@@ -96,9 +98,28 @@ func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.F
 			t.Stack = nil
 			s.stacks.Discarded++
 		}
+		if want != nil {
+			t.Stack = nativePart(t.Stack)
+		}
 		if len(t.Stack) > 0 {
 			next[t.TID] = cachedStack{key: key, stack: t.Stack}
 		}
 	}
 	s.stacks.cache = next
+}
+
+// nativePart cuts a JVM thread's native stack where it enters code no
+// binary holds (JIT-compiled Java, the interpreter's generated code): the
+// unwinder has no call-frame information there and what it finds beyond
+// is a guess, while the thread dump has the Java frames.
+func nativePart(st []procfs.StackFrame) []procfs.StackFrame {
+	for i, f := range st {
+		if f.Function == "" && !strings.HasSuffix(f.Module, ".so") && !strings.Contains(f.Module, ".so.") {
+			if i == 0 {
+				return nil
+			}
+			return st[:i]
+		}
+	}
+	return st
 }
