@@ -47,6 +47,11 @@ func (s *Sampler) openExactWaits(mode ExactWaits) error {
 		}
 		return nil
 	}
+	if s.opts.Count == 1 && mode == ExactAuto {
+		// A one-shot has no interval to count waits over, and opening
+		// the events of a thousand threads takes a second.
+		return nil
+	}
 	if s.fs.Root() != "/proc" && s.fs.Root() != "" {
 		if mode == ExactOn {
 			return fmt.Errorf("--exact-waits on: the kernel's tracepoints see this host's processes, not those under --proc-root %s", s.fs.Root())
