@@ -64,31 +64,46 @@ func (s *state) startPeriod(now time.Time) {
 			}
 			return
 		}
+		// The events are on: this is the first window.
 		s.high = true
 		s.plan(float64(calls)/el.Seconds(), float64(busiest)/el.Seconds())
-		s.detachAll()
+		s.windowOpen, s.windowStart = true, now
+		s.windowEnd = now.Add(max(time.Duration(s.share*float64(s.period)), time.Millisecond))
 		return
 	}
-	// Every thread's events are opened first, then all turned on: the
-	// opens take a while, and the window's time and counts are the same
-	// for every thread.
+	// Every thread's events are opened first, then all turned on a
+	// millisecond later: the opens take a while, and the first one
+	// registers the syscall tracepoints, which patches the kernel's code
+	// on every CPU and holds up the target's threads for a moment; counted
+	// then, the window's rate would be low. The window's time and counts
+	// are then the same for every thread.
 	s.periodStart = now
-	var opened []*thread
+	s.opened = s.opened[:0]
 	for _, th := range s.threads {
 		if !th.attached && !th.tailOnly {
 			if s.openEvents(th) != nil {
 				s.release(th)
 				continue
 			}
-			opened = append(opened, th)
+			s.opened = append(s.opened, th)
 		}
 	}
-	for _, th := range opened {
-		if s.enableEvents(th) != nil {
+	s.enableAt = time.Now().Add(settle)
+}
+
+// settle is the time between a window's opens and its start.
+const settle = time.Millisecond
+
+// openWindow turns the opened events on.
+func (s *state) openWindow() {
+	for _, th := range s.opened {
+		if th.exit >= 0 && s.enableEvents(th) != nil {
 			s.release(th)
 		}
 	}
-	now = time.Now()
+	s.opened = s.opened[:0]
+	s.enableAt = time.Time{}
+	now := time.Now()
 	s.windowOpen, s.windowStart = true, now
 	s.windowEnd = now.Add(max(time.Duration(s.share*float64(s.period)), time.Millisecond))
 }
@@ -158,25 +173,16 @@ func (s *state) closeWindow(now time.Time) {
 	s.plan(avg, float64(busiest)/el)
 }
 
-// detachAll closes every thread's events, the windows' way: all off
-// first, then the closes.
-func (s *state) detachAll() {
-	for _, th := range s.threads {
-		s.disableEvents(th, false)
-	}
-	for _, th := range s.threads {
-		if th.exit >= 0 {
-			s.closeEvents(th, false)
-		}
-	}
-}
-
 // tick runs what is due.
 func (s *state) tick(now time.Time) {
+	if !s.enableAt.IsZero() && !now.Before(s.enableAt) {
+		s.openWindow()
+		now = time.Now()
+	}
 	if s.windowOpen && !now.Before(s.windowEnd) {
 		s.closeWindow(now)
 	}
-	if !now.Before(s.periodStart.Add(s.period)) {
+	if !s.windowOpen && s.enableAt.IsZero() && !now.Before(s.periodStart.Add(s.period)) {
 		s.startPeriod(now)
 	}
 }
@@ -185,8 +191,11 @@ func (s *state) tick(now time.Time) {
 // own timeout counts milliseconds, as long as a window can be).
 func (s *state) arm(now time.Time) {
 	d := s.periodStart.Add(s.period).Sub(now)
-	if s.windowOpen {
-		d = min(d, s.windowEnd.Sub(now))
+	switch {
+	case s.windowOpen:
+		d = s.windowEnd.Sub(now)
+	case !s.enableAt.IsZero():
+		d = s.enableAt.Sub(now)
 	}
 	at := int64(monotonic()) + int64(max(d, time.Microsecond))
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(at)}
