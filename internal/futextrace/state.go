@@ -93,8 +93,8 @@ type state struct {
 	windowOpen  bool
 	windowStart time.Time
 	windowEnd   time.Time
-	windowCalls float64       // calls counted in windows, decayed
-	opened      []*thread     // threads whose events are open, to be turned on at enableAt
+	windowCalls float64   // calls counted in windows, decayed
+	opened      []*thread // threads whose events are open, to be turned on at enableAt
 	enableAt    time.Time
 	windowTime  time.Duration // and the windows' time
 
