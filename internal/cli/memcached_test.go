@@ -36,7 +36,11 @@ import (
 // run "stats cachedump" on the same slab class, which walks the class's
 // LRU holding its lock: the setters queue on that LRU lock, and the
 // setters that hold an item lock while they wait for it make the next
-// ones queue on the item locks (a convoy of two levels).
+// ones queue on the item locks (a convoy of two levels). A plain set/get
+// load on a few hot keys is not enough, even with 8 workers on 2 CPUs:
+// its waits on the item locks last microseconds to a few milliseconds, a
+// sample every 20 ms sees one in 1-2 % of samples, and the waiter has
+// mostly woken before its stack is read (no wait site).
 //
 // The test checks what ctprof says against the truth read beside it:
 // /proc/<pid>/task/*/syscall every millisecond (who was blocked in futex
@@ -119,7 +123,6 @@ func TestAttachMemcachedUnderLoad(t *testing.T) {
 					assert.Regexp(t, `^(mc-|memcached)`, strings.TrimSpace(string(comm)), "the holder's thread")
 					assert.Equal(t, strings.TrimSpace(string(comm)), l.Holder.Thread, "the holder's thread name")
 				}
-				assert.NotEqual(t, mc.pid, l.Holder.TID, "the main thread (the listener, in epoll_wait) holds no lock")
 			}
 			seen := truth.futex[addr]
 			for _, w := range l.WaiterThreads {
@@ -130,7 +133,6 @@ func TestAttachMemcachedUnderLoad(t *testing.T) {
 				} else {
 					t.Logf("run %d: %s (%s): /proc never showed waiter %s in futex there (a wait shorter than a sweep)", i+1, l.Class, l.Address, w)
 				}
-				assert.NotEqual(t, mc.pid, tid, "%s: the main thread (the listener, in epoll_wait) waits on no lock", l.Class)
 			}
 			if l.Class == hottest(r.Locks).Class {
 				assert.NotEmpty(t, seen, "run %d: /proc never showed a thread in futex on the hottest lock %s (%s)", i+1, l.Class, l.Address)
@@ -190,6 +192,25 @@ func TestAttachMemcachedUnderLoad(t *testing.T) {
 	// in epoll_wait (libevent's loop), the maintenance threads on
 	// condition variables; none of it is a lock.
 	assert.NotZero(t, truth.epoll[mc.pid], "/proc never showed the listener in epoll_wait")
+	// The threads /proc saw in epoll_wait and never in futex (the
+	// listener at least) are no lock's waiters.
+	idleOnly := map[int]bool{}
+	for tid := range truth.epoll {
+		idleOnly[tid] = true
+	}
+	for _, tids := range truth.futex {
+		for tid := range tids {
+			delete(idleOnly, tid)
+		}
+	}
+	assert.NotEmpty(t, idleOnly, "no thread was only ever in epoll_wait")
+	for i, r := range runs {
+		for _, l := range r.Locks {
+			for _, w := range l.WaiterThreads {
+				assert.False(t, idleOnly[tidOf(t, w)], "run %d: %s: waiter %s was only ever seen idle in epoll_wait", i+1, l.Class, w)
+			}
+		}
+	}
 	for i, r := range runs {
 		for _, l := range r.Locks {
 			for _, wf := range l.WaitFrames {
