@@ -66,12 +66,14 @@ func OpName(op int) string {
 
 // Futex is what one futex address's waits were in a Batch.
 //
-// Calls are counted exactly per thread by a counting event; timings come
-// from the calls traced (all of them at low rates, those starting inside
-// the sampling windows at high ones). Each traced call of thread T counts
-// as calls(T)/traced(T) calls, so Waits and Again are estimates of all
-// calls while Traced, Woken, TimedOut, Interrupted, Failed, Total, Max
-// and Durations are of the traced ones.
+// Each thread's blocking calls are counted by a counting event: exactly
+// at low rates, in the sampling windows at high ones (scaled to the
+// thread's time, Batch.Exact false). Timings come from the calls traced
+// (all at low rates, those starting inside the windows at high ones).
+// Each traced call of thread T counts as calls(T)/traced(T) calls, so
+// Waits and Again estimate all calls while Traced, Woken, TimedOut,
+// Interrupted, Failed, AgainTraced, Total, Max and Durations are of the
+// traced ones.
 type Futex struct {
 	// Addr is the futex word's address in the target.
 	Addr uint64

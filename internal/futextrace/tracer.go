@@ -301,7 +301,8 @@ func (t *Tracer) Sync(tids []int) error {
 	return rep.err
 }
 
-// Read returns what was traced since the previous Read (or Open).
+// Read returns what was traced since the previous Read (or Open); a zero
+// Batch once the tracer is closed.
 func (t *Tracer) Read() Batch {
 	rep, _ := t.call(request{kind: reqRead})
 	return rep.batch
