@@ -56,7 +56,7 @@ const pageHTML = `{{template "head" .}}
     <tbody>
     {{- range .S.Locks}}
       <tr data-lock="{{.ID}}"><td class="name">{{lockname .}}{{if .Symbol}}<br><small>{{deref .Symbol}}</small>{{end}}<br><small>{{.Class}} {{.Address}}</small></td>
-      <td>{{.Kind}}{{if gt (len .WaitKinds) 1}}<br><small>{{waitkinds .WaitKinds}}</small>{{end}}</td>
+      <td>{{.Kind}}{{if gt (len .WaitKinds) 1}}<br><small>{{waitkinds .WaitKinds}}</small>{{end}}{{with .Exact}}<br><small>kernel counted {{.Waits}} waits, {{f1 .PerSecond}}/s, p99 {{.P99Ms}} ms</small>{{end}}{{with .FastReads}}<br><small>fast reads caught waiters in {{pct .Share}}</small>{{end}}</td>
       <td data-v="{{.Waiters}}">{{.Waiters}}</td><td data-v="{{.AvgWaiters}}">{{f2 .AvgWaiters}}</td><td data-v="{{.BlockedShare}}">{{pct .BlockedShare}}<br><small>in {{.DumpsSeen}} sample(s)</small></td><td data-v="{{.BlockedThreadSeconds}}">{{f1 .BlockedThreadSeconds}}</td>
       <td>{{range .WaitFrames}}{{.Frame}} <small>({{.Samples}})</small><br>{{else}}{{deref .WaitFrame}}{{end}}</td>
       <td>{{if .Owner}}{{deref .Owner}}{{else if .Releaser}}nobody holds it; {{deref .Releaser}} runs the same code without waiting{{end}}{{with .Holder}}{{if .TID}}<br><small>tid {{.TID}}, {{.Lock}}, named in {{.Samples}} sample(s)</small>{{end}}{{end}}</td>

@@ -257,3 +257,34 @@ func TestScalabilityHTMLStructureGolden(t *testing.T) {
 	goldenFile(t, "scale-two-levels.structure.txt", structure(t, buf.Bytes()))
 	assert.Contains(t, buf.String(), "./bench &lt;contended&gt;", "the command is escaped")
 }
+
+// A native lock's row: the holder's tid and stack, the waiters' site, what
+// the kernel counted and what the fast reads caught; the flame graph of
+// the blocked threads' native stacks.
+func TestHTMLNativeLockRow(t *testing.T) {
+	a := analysis.New()
+	stack := []procfs.StackFrame{{PC: 1, Module: "libc.so.6", Function: "__lll_lock_wait"}, {PC: 2, Module: "app", Function: "post_entry"}, {PC: 3, Module: "app", Function: "worker_loop"}}
+	held := []procfs.StackFrame{{PC: 4, Module: "libc.so.6", Function: "clock_nanosleep"}, {PC: 5, Module: "app", Function: "flush_log"}}
+	for i := 0; i < 3; i++ {
+		a.Add(&snapshot.Snapshot{
+			Time: time.Unix(int64(i), 0), Interval: time.Second, Target: snapshot.Target{PID: 7, Name: "app", Kind: snapshot.KindNative, CPUs: 2},
+			Threads: []procfs.Thread{
+				{TID: 8, StartTime: 8, Name: "w-1", State: 'S', Syscall: 202, Stack: stack},
+				{TID: 9, StartTime: 9, Name: "w-2", State: 'S', Syscall: 202, Stack: stack},
+				{TID: 10, StartTime: 10, Name: "w-3", State: 'S', Syscall: 230, Stack: held},
+			},
+			Futexes: []procfs.FutexWait{{Address: 0x4040, Kind: procfs.FutexLock, Op: "FUTEX_WAIT_PRIVATE", TIDs: []int{8, 9},
+				Location: procfs.Location{Address: 0x4040, Module: "app", Offset: 0x40, Symbol: "log_lock", SymbolSize: 40},
+				Holder:   &procfs.LockHolder{Lock: "mutex", TID: 10}}},
+			FutexTrace: &snapshot.FutexTrace{Elapsed: time.Second, Calls: 5000, Exact: true, Traced: 5000, TracedShare: 1,
+				Futexes: []snapshot.TracedFutex{{Address: 0x4040, Kind: procfs.FutexLock, Waits: 5000, Traced: 5000, Total: 50 * time.Millisecond, Max: time.Millisecond,
+					Durations: []time.Duration{10 * time.Microsecond, 20 * time.Microsecond}}}},
+		})
+	}
+	page := string(renderHTML(t, a, nil))
+	assert.Contains(t, page, "post_entry ← worker_loop")
+	assert.Contains(t, page, "tid 10, mutex")
+	assert.Contains(t, page, "stack: clock_nanosleep ← flush_log")
+	assert.Contains(t, page, "kernel counted 15000 waits")
+	assert.Contains(t, page, `id="chart-flame"`)
+}
