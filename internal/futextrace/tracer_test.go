@@ -87,6 +87,9 @@ func merge(into map[uint64]*Futex, b Batch) {
 		m.Woken += f.Woken
 		m.AgainTraced += f.AgainTraced
 		m.TimedOut += f.TimedOut
+		m.Timed += f.Timed
+		m.Interrupted += f.Interrupted
+		m.Failed += f.Failed
 		m.Total += f.Total
 		m.Max = max(m.Max, f.Max)
 		m.Durations = append(m.Durations, f.Durations...)
@@ -105,7 +108,7 @@ func requireRoot(t *testing.T) {
 func TestCountedWaits(t *testing.T) {
 	requireRoot(t)
 	p := testnative.Start(t, "counted_waits")
-	counted, global, heap := hexValue(t, p, "COUNTED"), hexValue(t, p, "GLOBAL"), hexValue(t, p, "HEAP")
+	counted, timed, global, heap := hexValue(t, p, "COUNTED"), hexValue(t, p, "TIMED"), hexValue(t, p, "GLOBAL"), hexValue(t, p, "HEAP")
 	waiter := threadByName(t, p.PID, "waiter")
 
 	tr, err := Open(p.PID, Options{StackEvery: 20})
@@ -159,6 +162,15 @@ func TestCountedWaits(t *testing.T) {
 	assert.Less(t, p50, 3*progMean)
 	assert.LessOrEqual(t, f.Max, time.Duration(c2["max_ns"]), "a traced wait outlasted the longest the program timed")
 
+	// Every call on the timed word ends by its 5 ms timeout.
+	if tf := all[timed]; assert.NotNil(t, tf, "no waits on the timed word %#x", timed) {
+		progTimeouts := c2["timeouts"] - c1["timeouts"]
+		t.Logf("timed word: program %d timeouts, tracer %.0f waits, %d traced, %d timed out, p50 %v", progTimeouts, tf.Waits, tf.Traced, tf.TimedOut, Quantile(sortedCopy(tf.Durations), 0.5))
+		assert.InEpsilon(t, float64(progTimeouts), tf.Waits, 0.10)
+		assert.Equal(t, tf.Traced, tf.TimedOut)
+		assert.Equal(t, tf.Traced, tf.Timed, "every call had a timeout")
+		assert.GreaterOrEqual(t, Quantile(sortedCopy(tf.Durations), 0.5), 5*time.Millisecond)
+	}
 	for name, addr := range map[string]uint64{"global": global, "heap": heap} {
 		m := all[addr]
 		if assert.NotNil(t, m, "no waits on the %s mutex %#x", name, addr) {

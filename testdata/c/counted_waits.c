@@ -5,12 +5,15 @@
 //   and "waker" sets the word and wakes it every WAKE_US microseconds: the
 //   waiter counts every call it makes, by outcome (woken, EAGAIN, other),
 //   and times each with CLOCK_MONOTONIC around the system call.
+// - "timer" waits on timed_word, which never changes, with a 5 ms timeout:
+//   every call ends with ETIMEDOUT, and it counts them (timeouts=).
 // - MUTEX_THREADS threads ("mutex-N") contend on a global pthread mutex
 //   and on one on the heap (pthread_mutex_lock's own futex waits).
 //
 // On SIGUSR1 it prints one line:
-//   COUNTS calls=C woken=W again=A other=O total_ns=T max_ns=M
-// Addresses are printed at start: COUNTED 0x..., GLOBAL 0x..., HEAP 0x...
+//   COUNTS calls=C woken=W again=A other=O total_ns=T max_ns=M timeouts=N
+// Addresses are printed at start: COUNTED 0x..., TIMED 0x..., GLOBAL 0x...,
+// HEAP 0x...
 //
 // usage: counted_waits [WAKE_US [MUTEX_THREADS]]
 #define _GNU_SOURCE
@@ -26,6 +29,8 @@
 #include <unistd.h>
 
 static _Atomic unsigned int counted_word;
+static unsigned int timed_word;
+static _Atomic unsigned long timeouts;
 pthread_mutex_t global_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t *heap_mutex;
 static long wake_us = 1000;
@@ -81,6 +86,17 @@ static void *waker(void *arg) {
 	return NULL;
 }
 
+static void *timer(void *arg) {
+	(void)arg;
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = 5000000};
+	for (;;) {
+		long r = syscall(SYS_futex, &timed_word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+		if (r == -1 && errno == ETIMEDOUT)
+			atomic_fetch_add(&timeouts, 1);
+	}
+	return NULL;
+}
+
 static void spin(long n) {
 	for (long i = 0; i < n; i++)
 		sink += i;
@@ -131,21 +147,22 @@ int main(int argc, char **argv) {
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	start(waiter, NULL, "waiter");
 	start(waker, NULL, "waker");
+	start(timer, NULL, "timer");
 	for (long i = 0; i < mutex_threads; i++) {
 		char name[16];
 		snprintf(name, sizeof name, "mutex-%d", (int)(i % 1000));
 		start(mutex_worker, (void *)i, name);
 	}
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-	printf("COUNTED %p\nGLOBAL %p\nHEAP %p\nREADY\n", (void *)&counted_word, (void *)&global_mutex, (void *)heap_mutex);
+	printf("COUNTED %p\nTIMED %p\nGLOBAL %p\nHEAP %p\nREADY\n", (void *)&counted_word, (void *)&timed_word, (void *)&global_mutex, (void *)heap_mutex);
 	fflush(stdout);
 	for (;;) {
 		pause();
 		if (print_requested) {
 			print_requested = 0;
-			printf("COUNTS calls=%lu woken=%lu again=%lu other=%lu total_ns=%lu max_ns=%lu\n",
+			printf("COUNTS calls=%lu woken=%lu again=%lu other=%lu total_ns=%lu max_ns=%lu timeouts=%lu\n",
 			       atomic_load(&calls), atomic_load(&woken), atomic_load(&again), atomic_load(&other),
-			       atomic_load(&total_ns), atomic_load(&max_ns));
+			       atomic_load(&total_ns), atomic_load(&max_ns), atomic_load(&timeouts));
 			fflush(stdout);
 		}
 	}
