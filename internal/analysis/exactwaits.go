@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ctprof/ctprof/internal/procfs"
@@ -77,6 +78,18 @@ type exactRun struct {
 	traced  uint64
 	lost    uint64
 	cost    time.Duration
+	// stacks are the waiters' stacks the kernel copied, each weighed by
+	// the waits and wait time it stands for (its futex's, shared among
+	// its stacks of the batch), for pprof's contentions and delay.
+	stacks map[string]*exactStack
+}
+
+// exactStack is one native wait stack's weight.
+type exactStack struct {
+	frames []string // outermost first
+	waits  float64
+	nanos  float64
+	byLock map[string]float64
 }
 
 // addFutexTrace folds one batch of the kernel's futex counts in: a lock's
@@ -119,6 +132,12 @@ func (a *Aggregator) addFutexTrace(ft *snapshot.FutexTrace) {
 		e.hist.max = max(e.hist.max, f.Max)
 		for _, st := range f.Stacks {
 			e.sites.inc(nativeWaitSite(st), 1)
+		}
+		if n := float64(len(f.Stacks)); n > 0 && f.Traced > 0 {
+			waits, nanos := f.Waits/n, float64(f.Total)*f.Waits/float64(f.Traced)/n
+			for _, st := range f.Stacks {
+				a.addExactStack(st, la.id, waits, nanos)
+			}
 		}
 	}
 }
@@ -276,4 +295,47 @@ func ExactWaitsLine(x *ExactWaitsSummary) string {
 func ExactLockLine(x *ExactWaits) string {
 	return fmt.Sprintf("%s waits (%.0f/s), p50 %s ms, p99 %s ms, max %s ms; %s waiting in all, %.2f threads waiting on average",
 		fmtCount(x.Waits), x.PerSecond, fmtMs(x.P50Ms), fmtMs(x.P99Ms), fmtMs(x.MaxMs), fmtSeconds(x.WaitSeconds), x.AvgWaiters)
+}
+
+// addExactStack weighs one copied wait stack, bounded like the dumps'
+// stacks: past the table's size new stacks go to one entry.
+func (a *Aggregator) addExactStack(st []procfs.StackFrame, lockID string, waits, nanos float64) {
+	r := a.exact
+	if r.stacks == nil {
+		r.stacks = map[string]*exactStack{}
+	}
+	names := nativeStackNames(st)
+	key := strings.Join(names, ";")
+	es := r.stacks[key]
+	if es == nil {
+		if len(r.stacks) >= a.opts.MaxStacks {
+			key, names = otherStacks, []string{otherStacks}
+			es = r.stacks[key]
+		}
+		if es == nil {
+			es = &exactStack{frames: names, byLock: map[string]float64{}}
+			r.stacks[key] = es
+		}
+	}
+	es.waits += waits
+	es.nanos += nanos
+	if _, ok := es.byLock[lockID]; ok || len(es.byLock) < maxWaitStackLocks {
+		es.byLock[lockID] += nanos
+	}
+}
+
+// exactWaitStacks are the copied wait stacks as WaitStacks.
+func (a *Aggregator) exactWaitStacks() []*WaitStack {
+	if a.exact == nil {
+		return nil
+	}
+	out := make([]*WaitStack, 0, len(a.exact.stacks))
+	for _, es := range a.exact.stacks {
+		ws := &WaitStack{Frames: append([]string{}, es.frames...), Count: int64(es.waits + 0.5), WaitNanos: int64(es.nanos + 0.5), ByLock: map[string]int64{}}
+		for id, v := range es.byLock {
+			ws.ByLock[id] = int64(v + 0.5)
+		}
+		out = append(out, ws)
+	}
+	return out
 }

@@ -360,13 +360,17 @@ func (a *Aggregator) addWaitStack(j *jfrAgg, st []threaddump.Frame, lockID strin
 	}
 }
 
-// WaitStacks returns the JFR wait stacks, most wait time first; nil
-// without recording data. Lock IDs in ByLock are LockSummary.IDs.
+// WaitStacks returns the measured wait stacks, most wait time first: a
+// JFR recording's, and the native stacks the kernel copied at futex waits
+// (exact waits); nil without either. Lock IDs in ByLock are
+// LockSummary.IDs.
 func (a *Aggregator) WaitStacks() []*WaitStack {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.jfr == nil {
-		return nil
+		out := a.exactWaitStacks()
+		sortWaitStacks(out)
+		return out
 	}
 	a.lockSummaries() // refreshes a.jfr.ids
 	ids := a.jfr.ids
@@ -380,13 +384,19 @@ func (a *Aggregator) WaitStacks() []*WaitStack {
 		}
 		out = append(out, c)
 	}
+	out = append(out, a.exactWaitStacks()...)
+	sortWaitStacks(out)
+	return out
+}
+
+// sortWaitStacks orders wait stacks by wait time, then by frames.
+func sortWaitStacks(out []*WaitStack) {
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].WaitNanos != out[j].WaitNanos {
 			return out[i].WaitNanos > out[j].WaitNanos
 		}
 		return strings.Join(out[i].Frames, ";") < strings.Join(out[j].Frames, ";")
 	})
-	return out
 }
 
 // jfrJoined is a lock summary with the JFR lock it carries, if any.

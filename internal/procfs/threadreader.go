@@ -1125,13 +1125,26 @@ func ticks(n uint64) time.Duration { return time.Duration(n) * (time.Second / us
 
 // StillBlocked reads t's system call again and reports whether it is still
 // blocked where the sweep saw it: the same call and arguments, at the same
-// stack pointer and program counter. An unwinder reads a blocked thread's
-// stack after the sweep; a thread that woke in between may have written
-// over it, and its stack would be a mix of two moments.
+// stack pointer and program counter, and not scheduled since (schedstat's
+// count of times it ran: a waiter on a hot lock wakes, runs and blocks
+// again at the very same place between two reads). An unwinder reads a
+// blocked thread's stack after the sweep; a thread that ran in between may
+// have written over it, and its stack would be a mix of two moments.
 func (r *ThreadReader) StillBlocked(t *Thread) bool {
 	tf := r.threads[t.TID]
 	if tf == nil || t.Syscall < 0 {
 		return false
+	}
+	if t.Timeslices != 0 {
+		b, err := r.read(t.TID, tf, fileSchedstat)
+		if err != nil {
+			return false
+		}
+		var now Thread
+		parseSchedstat(b, &now)
+		if now.Timeslices != t.Timeslices {
+			return false
+		}
 	}
 	b, err := r.read(t.TID, tf, fileSyscall)
 	if err != nil {

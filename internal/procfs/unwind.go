@@ -458,7 +458,9 @@ func (u *Unwinder) pcInfo(pc uint64, caller bool) pcInfo {
 
 func (u *Unwinder) lookupPC(pc, look uint64) pcInfo {
 	m, ok := u.mapping(look)
-	if !ok {
+	if !ok || len(m.Perms) < 3 || m.Perms[2] != 'x' {
+		// Code runs only from executable memory: a "return address" in
+		// data (a heap pointer the unwind took for one) ends the stack.
 		return pcInfo{}
 	}
 	info := pcInfo{found: true}
