@@ -87,10 +87,13 @@ func throughput(b *testing.B, p *testnative.Process, d time.Duration) (rate floa
 // method's noise on this machine. all traces every call (no windows):
 // what the windows save.
 //
-// On the shared 2-CPU test host (load 7 to 40) control's drop_% ranged
-// from -19 to +8 over 7 runs (mean -1.4), default's from -15 to +15 over
-// 8 runs (mean +2.9), all's from 28 to 55 (mean 38) with 3 % of the calls
-// traced by default: the windows' own share of all's cost is about 1 %.
+// On the shared 2-CPU test host (5 runs each, 16 pairs of 500 ms a run,
+// short_waits blocking 87,000 to 139,000 times a second): control's
+// drop_% ranged from -2.5 to +7.1 (mean +1.6), default's from -7.7 to
+// +5.5 (mean -2.3) with 1.8 to 3.2 % of the calls traced and the tracer
+// at 0.8 to 1.2 % of a CPU, all's from 27.6 to 35.3 (mean 31.8). The
+// default is within the method's noise; what the windows leave of all's
+// cost is about its share times all's, under 1 %.
 //
 //	go test -run '^$' -bench TracerCost -benchtime 1x -count 3 ./internal/futextrace
 func BenchmarkTracerCost(b *testing.B) {

@@ -19,11 +19,8 @@ const bytesPerCall = 208
 // Above it, the events are attached for windows only and closed in
 // between, since even counting costs the target at every futex call and
 // an open syscall tracepoint, enabled or not, at every system call (see
-// detach). The windows' share of the time is MaxTracedRate over the rate;
-// a window is short enough that a thread's records in it fill at most a
-// quarter of its ring at the thread's own rate (the reader wakes at half),
-// so the share is reached by opening windows more often, not longer. A
-// period is no shorter than its opens and closes make worth it.
+// detach). The windows' share of the time is MaxTracedRate over the rate,
+// one window a Period (see plan for a reader that is not realtime).
 //
 // Each thread's calls are then its calls counted in the windows scaled to
 // the time it was not attached (Batch.Exact says which), and each traced
@@ -54,9 +51,15 @@ func (s *state) startPeriod(now time.Time) {
 		el := now.Sub(s.periodStart)
 		s.periodStart = now
 		// A burst must not run traced for long: the counters are read
-		// every 20 ms, or less often for many threads.
+		// every 20 ms, or less often for many threads. The rate is their
+		// average over about 200 ms: a burst at ten times MaxTracedRate
+		// goes to the windows at once, a few calls close together do not.
 		s.period = min(s.opts.Period, max(s.minPeriod(), 20*time.Millisecond))
-		if el <= 0 || float64(calls)/el.Seconds() <= s.opts.MaxTracedRate {
+		if el > 0 {
+			a := min(1, el.Seconds()/0.2)
+			s.lowRate = a*float64(calls)/el.Seconds() + (1-a)*s.lowRate
+		}
+		if el <= 0 || s.lowRate <= s.opts.MaxTracedRate {
 			for _, th := range s.threads {
 				if !th.attached && !th.tailOnly {
 					_ = s.attach(th)
@@ -66,7 +69,7 @@ func (s *state) startPeriod(now time.Time) {
 		}
 		// The events are on: this is the first window.
 		s.high = true
-		s.plan(float64(calls)/el.Seconds(), float64(busiest)/el.Seconds())
+		s.plan(max(s.lowRate, float64(calls)/el.Seconds()), float64(busiest)/el.Seconds())
 		s.windowOpen, s.windowStart = true, now
 		s.windowEnd = now.Add(max(time.Duration(s.share*float64(s.period)), time.Millisecond))
 		return
@@ -160,7 +163,7 @@ func (s *state) closeWindow(now time.Time) {
 		s.windowCalls, s.windowTime = s.windowCalls/2, s.windowTime/2
 		if avg < 0.8*s.opts.MaxTracedRate {
 			s.windowCalls, s.windowTime = 0, 0
-			s.high, s.share = false, 1
+			s.high, s.share, s.lowRate = false, 1, avg
 			s.period = min(s.opts.Period, max(s.minPeriod(), 20*time.Millisecond))
 			for _, th := range s.threads {
 				if !th.tailOnly {

@@ -94,6 +94,7 @@ type state struct {
 	windowStart time.Time
 	windowEnd   time.Time
 	windowCalls float64   // calls counted in windows, decayed
+	lowRate     float64   // the calls a second at low rates, averaged
 	opened      []*thread // threads whose events are open, to be turned on at enableAt
 	enableAt    time.Time
 	windowTime  time.Duration // and the windows' time
