@@ -328,14 +328,24 @@ func TestSync(t *testing.T) {
 	}
 	require.NoError(t, tr.Sync(others))
 	tr.Read()
-	time.Sleep(200 * time.Millisecond)
-	b := tr.Read()
-	assert.Equal(t, len(others), b.Threads)
-	for _, f := range b.Futexes {
-		assert.NotContains(t, f.TIDs, waiter, "the waiter is no longer traced")
+	// Until the timer thread's timed-out waits (every 5 ms) show up, the
+	// waiter's (every millisecond) must not.
+	timer := threadByName(t, p.PID, "timer")
+	deadline := time.Now().Add(10 * time.Second)
+	for seen := 0; seen < 20; {
+		require.True(t, time.Now().Before(deadline), "the timer thread's waits were not traced")
+		time.Sleep(20 * time.Millisecond)
+		b := tr.Read()
+		assert.Equal(t, len(others), b.Threads)
+		for _, f := range b.Futexes {
+			assert.NotContains(t, f.TIDs, waiter, "the waiter is no longer traced")
+			if slicesContains(f.TIDs, timer) {
+				seen += f.Traced
+			}
+		}
 	}
 	require.NoError(t, tr.Sync(append(others, waiter, 1<<22-1))) // and a thread that does not exist
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for {
 		b := tr.Read()
 		assert.Equal(t, len(tids), b.Threads)
