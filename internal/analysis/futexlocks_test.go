@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctprof/ctprof/internal/sample"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
 
@@ -32,7 +34,18 @@ func futexLockOf(s *Summary, re string) *LockSummary {
 func TestNativeLocksNamedWithHoldersAndHonestTime(t *testing.T) {
 	const perGroup = 3
 	p := testnative.Start(t, "lock_convoy", strconv.Itoa(perGroup), "20000")
-	s := sampleFor(t, p.PID, 3*time.Second)
+	// As root ctprof attach also counts the waits with the kernel
+	// (--exact-waits auto): the futexes it counted must keep the names
+	// the samples give them.
+	for _, exact := range []sample.ExactWaits{sample.ExactOff, sample.ExactAuto} {
+		t.Run(fmt.Sprintf("exact-waits=%d", exact), func(t *testing.T) {
+			checkNativeConvoy(t, p.PID, perGroup, exact)
+		})
+	}
+}
+
+func checkNativeConvoy(t *testing.T, pid, perGroup int, exact sample.ExactWaits) {
+	s := sampleWith(t, sample.Options{PID: pid, Interval: 100 * time.Millisecond, Duration: 3 * time.Second, ExactWaits: exact})
 	require.NotEmpty(t, s.Locks)
 	groups := map[string]string{
 		"glob": `^global_lock$`,

@@ -26,7 +26,13 @@ import (
 // sampleFor feeds samples of a real process to a new Aggregator for d.
 func sampleFor(t *testing.T, pid int, d time.Duration) *Summary {
 	t.Helper()
-	smp, err := sample.NewSampler(sample.Options{PID: pid, Interval: 100 * time.Millisecond, Duration: d})
+	return sampleWith(t, sample.Options{PID: pid, Interval: 100 * time.Millisecond, Duration: d})
+}
+
+// sampleWith is sampleFor with the sampler's options.
+func sampleWith(t *testing.T, o sample.Options) *Summary {
+	t.Helper()
+	smp, err := sample.NewSampler(o)
 	require.NoError(t, err)
 	defer smp.Close()
 	a := New()

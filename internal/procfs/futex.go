@@ -286,3 +286,31 @@ func ClassifyFutex(op, val uint64, loc Location) FutexKind {
 // FutexOpName names a futex(2) operation with its private flag
 // ("FUTEX_WAIT_PRIVATE").
 func FutexOpName(op uint64) string { return futexOpName(op) }
+
+// FutexNamer names futex addresses as GroupFutexWaits names the sampled
+// ones: by symbol or mapping, and "[stack:TID]" for a thread's stack (a
+// thread of the sweep whose stack pointer lies there, or one that did at
+// an earlier sweep), so the futexes the exact-wait tracer counted and
+// those the sweep saw have one name.
+type FutexNamer struct {
+	threads []Thread
+	sym     *Symbolizer
+	stacks  stackOwners
+}
+
+// NewFutexNamer names addresses of sym's process; threads are the sweep's.
+func NewFutexNamer(threads []Thread, sym *Symbolizer) *FutexNamer {
+	return &FutexNamer{threads: threads, sym: sym}
+}
+
+// Name names addr.
+func (n *FutexNamer) Name(addr uint64) Location {
+	r, err := n.sym.resolveSpan(addr)
+	if err != nil {
+		return Location{Address: addr}
+	}
+	if r.loc.Module == anonymousMemory && r.end > r.start {
+		return n.stacks.name(n.threads, r, n.sym)
+	}
+	return r.loc
+}

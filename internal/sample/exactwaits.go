@@ -99,21 +99,17 @@ func (s *Sampler) readExactWaits(snap *snapshot.Snapshot, threads []snapshot.OST
 	for _, fw := range snap.Futexes {
 		sampled[fw.Address] = fw.Kind
 	}
+	names := procfs.NewFutexNamer(threads, s.sym)
 	for _, f := range b.Futexes {
 		tf := snapshot.TracedFutex{
 			Address: f.Addr, Op: procfs.FutexOpName(uint64(f.Op)),
 			Waits: f.Waits, Traced: f.Traced - f.AgainTraced, TimedOut: f.TimedOut,
 			Total: f.Total, Max: f.Max, Durations: f.Durations, TIDs: f.TIDs,
 		}
-		tf.Location = procfs.Location{Address: f.Addr}
-		if loc, err := s.sym.Resolve(f.Addr); err == nil {
-			tf.Location = loc
-		}
+		tf.Location = names.Name(f.Addr)
 		kind, ok := sampled[f.Addr]
 		if !ok {
-			// The value a waiter expected is not in the batch: a plain
-			// FUTEX_WAIT is classed by its symbol, or unknown.
-			kind = procfs.ClassifyFutex(uint64(f.Op), 0, tf.Location)
+			kind = procfs.ClassifyFutex(uint64(f.Op), f.Val, tf.Location)
 		}
 		tf.Kind = kind
 		for _, st := range f.Stacks {

@@ -118,11 +118,9 @@ func (s *Sampler) fastReads(snap *snapshot.Snapshot, threads []snapshot.OSThread
 		}
 	}
 	fr.Took = time.Since(start)
+	names := procfs.NewFutexNamer(threads, s.sym)
 	for addr, c := range caught {
-		f := snapshot.FastFutex{Address: addr, Op: procfs.FutexOpName(c.op), Sightings: c.n, TIDs: c.tids, Location: procfs.Location{Address: addr}}
-		if loc, err := s.sym.Resolve(addr); err == nil {
-			f.Location = loc
-		}
+		f := snapshot.FastFutex{Address: addr, Op: procfs.FutexOpName(c.op), Sightings: c.n, TIDs: c.tids, Location: names.Name(addr)}
 		f.Kind = procfs.ClassifyFutex(c.op, c.val, f.Location)
 		slices.Sort(f.TIDs)
 		fr.Futexes = append(fr.Futexes, f)

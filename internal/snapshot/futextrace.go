@@ -10,10 +10,10 @@ import (
 // since the previous batch: every blocking futex(2) call of its threads,
 // from the syscall tracepoints through perf_event_open, when ctprof runs
 // with the privilege (root or CAP_PERFMON) — the native counterpart of
-// the waits a JVM's Flight Recorder measures. Calls are counted exactly;
-// at high rates their durations come from sampling windows and the
-// per-futex figures are scaled to the exact counts (TracedShare says how
-// much was timed).
+// the waits a JVM's Flight Recorder measures. At low rates every call is
+// counted and timed (Exact); at high rates the calls are traced in
+// sampling windows, and the counts are estimates scaled from the windows
+// to the whole time (TracedShare says how much was timed).
 type FutexTrace struct {
 	// Elapsed is the time the batch covers.
 	Elapsed time.Duration
