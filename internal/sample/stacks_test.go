@@ -12,7 +12,9 @@ import (
 // (JIT-compiled or interpreted Java): beyond it the unwinder guesses, and
 // the dump has the Java frames.
 func TestNativePartOfAJVMStack(t *testing.T) {
-	lib := func(module, fn string) procfs.StackFrame { return procfs.StackFrame{PC: 1, Module: module, Function: fn} }
+	lib := func(module, fn string) procfs.StackFrame {
+		return procfs.StackFrame{PC: 1, Module: module, Function: fn}
+	}
 	jit := procfs.StackFrame{PC: 2, Module: "anonymous memory", Offset: 0x50}
 	for _, tc := range []struct {
 		name string
