@@ -107,7 +107,9 @@ func BenchmarkTracerCost(b *testing.B) {
 		// control: the same alternation with no tracer, the method's noise.
 		{"control", nil},
 		{"default", &Options{}},
-		{"stacks", &Options{StackEvery: 1000}},
+		// ctprof: what ctprof attach asks for (sample.exactStackEvery: a
+		// stack every 64th blocking call).
+		{"ctprof", &Options{StackEvery: 64}},
 		{"all", &Options{MaxTracedRate: 1e9}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
