@@ -241,11 +241,7 @@ func fmtCount(n int64) string {
 // kernel counted and the samples barely saw: short, frequent waits.
 func exactFutexFinding(l LockSummary, s *Summary) Finding {
 	x := l.Exact
-	name := "futex " + futexName(l.Symbol, l.Class, l.Address)
-	where := ""
-	if l.WaitFrame != nil {
-		where = " in " + *l.WaitFrame
-	}
+	name, where := futexSubject(l)
 	sev := SeverityWarning
 	if x.AvgWaiters >= exactCriticalWaiters {
 		sev = SeverityCritical

@@ -137,11 +137,7 @@ const fastHotShare = 0.02
 // threads waiting on, which the samples barely saw.
 func fastFutexFinding(l LockSummary, s *Summary) Finding {
 	f := l.FastReads
-	name := "futex " + futexName(l.Symbol, l.Class, l.Address)
-	where := ""
-	if l.WaitFrame != nil {
-		where = " in " + *l.WaitFrame
-	}
+	name, where := futexSubject(l)
 	fr := s.FastReads
 	summary := fmt.Sprintf("Threads that block %.0f times a second wait on %s%s: reads of their system calls %s ms apart caught them waiting there in %.0f%% of the reads (%.2f threads at a time on average).",
 		fr.BlocksPerSecond, name, where, fmtMs(fr.SpacingMs), 100*f.Share, f.AvgWaiters)

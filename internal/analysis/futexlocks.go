@@ -323,7 +323,7 @@ func syscallName(nr int) string {
 // few samples is called sporadic, and informs rather than warns: a queue
 // seen now and then is not where the time goes.
 func futexFinding(l LockSummary, samples int) Finding {
-	name := "futex " + futexName(l.Symbol, l.Class, l.Address)
+	name, where := futexSubject(l)
 	sev := SeverityWarning
 	if l.Waiters >= 5 || l.AvgWaiters >= 4 {
 		sev = SeverityCritical
@@ -370,10 +370,6 @@ func futexFinding(l LockSummary, samples int) Finding {
 	held := ""
 	if h := l.Holder; h != nil && h.TID != 0 {
 		held = fmt.Sprintf("; %q held it, %s", h.Thread, h.Runs)
-	}
-	where := ""
-	if l.WaitFrame != nil {
-		where = " in " + *l.WaitFrame
 	}
 	summary := fmt.Sprintf("Up to %d threads wait on %s%s (blocked in %.0f%% of samples, %.1f on average%s%s).",
 		l.Waiters, name, where, 100*l.BlockedShare, l.AvgWaiters, seen, held)
@@ -440,4 +436,14 @@ func (a *Aggregator) noteNativeLockThread(ta *osThreadAgg) {
 	if len(a.nativeLockThreads) < maxNativeLockThreads {
 		a.nativeLockThreads[ta.name] = true
 	}
+}
+
+// futexSubject is what a futex lock's finding is about: "futex NAME", and
+// " in SITE" where its waiters' stacks said where they wait ("" without).
+func futexSubject(l LockSummary) (name, where string) {
+	name = "futex " + futexName(l.Symbol, l.Class, l.Address)
+	if l.WaitFrame != nil {
+		where = " in " + *l.WaitFrame
+	}
+	return name, where
 }
