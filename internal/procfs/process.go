@@ -3,6 +3,7 @@ package procfs
 import (
 	"bytes"
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -172,3 +173,18 @@ const (
 	libHotSpot = "/libjvm.so"
 	libOpenJ9  = "/libj9vm"
 )
+
+// TaskCount is the number of threads /proc/<pid>/task lists (0 when it
+// cannot be read).
+func (f FS) TaskCount(pid int) int {
+	d, err := os.Open(f.pidPath(pid, "task"))
+	if err != nil {
+		return 0
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return 0
+	}
+	return len(names)
+}

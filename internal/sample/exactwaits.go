@@ -30,10 +30,18 @@ const (
 // per futex per batch.
 const exactStackEvery = 64
 
+// maxExactThreads bounds the threads the tracer follows: each costs a
+// ring of the kernel's (68 KB with stacks), so 2,000 threads take 136 MB.
+// A bigger target is sampled (and read fast) instead, and one that grows
+// past it mid-run is traced on its first 2,000 threads, which the summary
+// says.
+const maxExactThreads = 2000
+
 // exactState is the sampler's futex tracer; nil tracer without one.
 type exactState struct {
 	tracer *futextrace.Tracer
 	tids   []int
+	capped bool // said that the threads past maxExactThreads are not traced
 }
 
 // openExactWaits starts the tracer for a native target as mode asks. An
@@ -56,6 +64,13 @@ func (s *Sampler) openExactWaits(mode ExactWaits) error {
 		if mode == ExactOn {
 			return fmt.Errorf("--exact-waits on: the kernel's tracepoints see this host's processes, not those under --proc-root %s", s.fs.Root())
 		}
+		return nil
+	}
+	if n := s.fs.TaskCount(s.opts.PID); n > maxExactThreads {
+		if mode == ExactOn {
+			return fmt.Errorf("--exact-waits on: pid %d has %d threads, more than the %d whose futex waits ctprof counts (each costs a kernel ring of 68 KB)", s.opts.PID, n, maxExactThreads)
+		}
+		s.notes = append(s.notes, fmt.Sprintf("exact futex waits: pid %d has %d threads, more than the %d ctprof traces (each costs a kernel ring of 68 KB); its futex waits are sampled", s.opts.PID, n, maxExactThreads))
 		return nil
 	}
 	t, err := futextrace.Open(s.opts.PID, futextrace.Options{StackEvery: exactStackEvery})
@@ -85,6 +100,13 @@ func (s *Sampler) readExactWaits(snap *snapshot.Snapshot, threads []snapshot.OST
 	}
 	s.exact.tids = s.exact.tids[:0]
 	for i := range threads {
+		if len(s.exact.tids) == maxExactThreads {
+			if !s.exact.capped {
+				s.exact.capped = true
+				snap.Errors = append(snap.Errors, fmt.Sprintf("exact futex waits: the target grew to %d threads; ctprof traces the first %d of them (each costs a kernel ring of 68 KB)", len(threads), maxExactThreads))
+			}
+			break
+		}
 		s.exact.tids = append(s.exact.tids, threads[i].TID)
 	}
 	if err := t.Sync(s.exact.tids); err != nil {

@@ -3,6 +3,8 @@ package sample
 import (
 	"context"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -79,4 +81,21 @@ func TestExactWaitsMatchTheProgramsOwnCount(t *testing.T) {
 	}
 	assert.Positive(t, sum.ExactWaits.Calls)
 	assert.Less(t, sum.ExactWaits.CostShare, 0.05, "the tracer's own CPU")
+}
+
+// A target with more threads than the tracer follows (each costs a kernel
+// ring) is sampled instead, and says so; --exact-waits on refuses it.
+func TestExactWaitsBoundedByThreads(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("exact futex waits need root or CAP_PERFMON: run the tests as root (make test does)")
+	}
+	p := testnative.Start(t, "many_threads", strconv.Itoa(maxExactThreads+50))
+	_, err := NewSampler(Options{PID: p.PID, ExactWaits: ExactOn})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "more than the 2000 whose futex waits ctprof counts")
+	s, err := NewSampler(Options{PID: p.PID, ExactWaits: ExactAuto})
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Nil(t, s.exact.tracer)
+	assert.Contains(t, strings.Join(s.Notes(), "\n"), "more than the 2000 ctprof traces")
 }
