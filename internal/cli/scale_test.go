@@ -155,8 +155,13 @@ func TestScaleVaryConcurrencyWithMetric(t *testing.T) {
 	require.NoError(t, err)
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	l.Close()
+	// Dumps at most samples (--pause-budget 5): the premise below, that
+	// four threads queue where one never does, needs several dumps in a
+	// level; at the default 0.5 %, on this loaded host, a 2 s level gets
+	// few, and once (a clean-clone CI run, 2026-11-27) none of level 4's
+	// caught a waiter.
 	args := []string{"--vary", "concurrency", "--concurrency", "1,2,3,4", "--warmup", "1s", "--measure", "2s", "--interval", "250ms", "--retries", "2",
-		"--throughput-metric", "http://127.0.0.1:" + port + "/metrics#scale_ops_total", "--"}
+		"--pause-budget", "5", "--throughput-metric", "http://127.0.0.1:" + port + "/metrics#scale_ops_total", "--"}
 	doc := scaleJSON(t, append(args, testprio.Prioritized(t,
 		jdk.Bin("java"), "-XX:+UseSerialGC", "-Xmx64m", "-cp", classes, "ScaleWorkload", "contended", "{n}", port)...)...)
 	loadedLevels(t, "contended", doc)
