@@ -275,6 +275,9 @@ func exactFutexFinding(l LockSummary, s *Summary) Finding {
 
 // ExactWaitsLine says in one line what the kernel counted over the run.
 func ExactWaitsLine(x *ExactWaitsSummary) string {
+	if x.Calls == 0 {
+		return fmt.Sprintf("exact futex waits: the kernel counted no blocking futex call in %s; ctprof's cost %.2f%% of a CPU", fmtSeconds(x.Seconds), 100*x.CostShare)
+	}
 	how := "counted by the kernel"
 	if !x.Exact {
 		how = "estimated from the kernel's sampling windows"

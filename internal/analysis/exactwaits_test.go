@@ -70,3 +70,13 @@ func TestExactWaitsOfALockTheSamplesMissed(t *testing.T) {
 	assert.Equal(t, int64(400*time.Millisecond), ws[0].WaitNanos, "delay: their scaled wait time")
 	assert.Equal(t, map[string]int64{l.ID: int64(400 * time.Millisecond)}, ws[0].ByLock)
 }
+
+// The header's line: what the kernel counted, and a run without any call.
+func TestExactWaitsLine(t *testing.T) {
+	assert.Equal(t, "exact futex waits: 41,234 blocking futex calls in 3.00 s, counted by the kernel; 100% of them timed; ctprof's cost 0.50% of a CPU",
+		ExactWaitsLine(&ExactWaitsSummary{Seconds: 3, Calls: 41234, Exact: true, TimedShare: 1, CostShare: 0.005}))
+	assert.Equal(t, "exact futex waits: 90,000 blocking futex calls in 3.00 s, estimated from the kernel's sampling windows; 2% of them timed; ctprof's cost 1.00% of a CPU; 7 records lost (counted, not timed)",
+		ExactWaitsLine(&ExactWaitsSummary{Seconds: 3, Calls: 90000, TimedShare: 0.02, CostShare: 0.01, Lost: 7}))
+	assert.Equal(t, "exact futex waits: the kernel counted no blocking futex call in 3.00 s; ctprof's cost 0.10% of a CPU",
+		ExactWaitsLine(&ExactWaitsSummary{Seconds: 3, CostShare: 0.001}))
+}
