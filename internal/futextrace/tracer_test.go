@@ -17,34 +17,11 @@ import (
 	"github.com/ctprof/ctprof/internal/testnative"
 )
 
-// counts is a COUNTS line of counted_waits.
-type counts map[string]uint64
-
-// requestCounts asks the program for its counters and waits for the line.
-func requestCounts(t *testing.T, p *testnative.Process) counts {
+// requestCounts asks counted_waits for its counters (SIGUSR1) and reads
+// its COUNTS line.
+func requestCounts(t *testing.T, p *testnative.Process) map[string]uint64 {
 	t.Helper()
-	before := strings.Count(p.Output(), "COUNTS ")
-	require.NoError(t, syscall.Kill(p.PID, syscall.SIGUSR1))
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(p.Output(), "COUNTS ") == before {
-		require.True(t, time.Now().Before(deadline), "no COUNTS line; output:\n%s", p.Output())
-		time.Sleep(5 * time.Millisecond)
-	}
-	lines := strings.Split(p.Output(), "\n")
-	var last string
-	for _, l := range lines {
-		if strings.HasPrefix(l, "COUNTS ") {
-			last = l
-		}
-	}
-	c := counts{}
-	for _, kv := range strings.Fields(last)[1:] {
-		k, v, _ := strings.Cut(kv, "=")
-		n, err := strconv.ParseUint(v, 10, 64)
-		require.NoError(t, err, last)
-		c[k] = n
-	}
-	return c
+	return p.Request(t, syscall.SIGUSR1, "COUNTS")
 }
 
 func hexValue(t *testing.T, p *testnative.Process, key string) uint64 {
