@@ -40,6 +40,9 @@ const (
 	// threadLimit ends a dump that lost its trailer when a single thread's
 	// text would exceed it (a 60,000-frame stack is about 6 MB).
 	threadLimit = 32 << 20
+	// binaryWindow is how much of the input's start may hold no NUL byte:
+	// one there means binary data.
+	binaryWindow = 8 << 10
 	// maxNULs is how many NUL bytes a text input may hold (a log padded by
 	// a crash) before it is taken for binary data.
 	maxNULs = 64 << 10
@@ -116,6 +119,12 @@ type Reader struct {
 	// headIdle is an ErrInputIdle that came while the head was read: it
 	// counts once the lines that came before it are read.
 	headIdle bool
+	// off is how many (decoded) bytes readLine has taken from the input;
+	// binChecked how many from its start the head's NUL check covered (less
+	// than binaryWindow when a live input went idle in the head: the rest
+	// of the window is checked as its lines come, so that a live input is
+	// refused where a file holding the same bytes is).
+	off, binChecked int
 
 	// Chunk being assembled: buf holds lines bufLine.. of the input.
 	buf     []byte
@@ -341,8 +350,12 @@ func (r *Reader) start() error {
 	}
 	// Binary data (an image, /dev/zero, a core file) is refused at once
 	// instead of being read to its end, which may never come.
-	if bytes.IndexByte(head[:min(len(head), 8<<10)], 0) >= 0 {
+	if bytes.IndexByte(head[:min(len(head), binaryWindow)], 0) >= 0 {
 		return ErrBinary
+	}
+	r.binChecked = binaryWindow
+	if r.headIdle {
+		r.binChecked = len(head)
 	}
 	h := string(head)
 	switch {
@@ -389,6 +402,9 @@ func (r *Reader) readWhole() error {
 	if err != nil {
 		return fmt.Errorf("read thread dump: %w", err)
 	}
+	if err := r.checkBinary(b); err != nil {
+		return err
+	}
 	if len(b) > MaxDumpBytes {
 		return fmt.Errorf("%w: the input is over %d MB, more than any thread dump", ErrDumpTooLarge, MaxDumpBytes>>20)
 	}
@@ -413,6 +429,9 @@ func (r *Reader) readWhole() error {
 // the middle of a line keeps what came of it for the next call.
 func (r *Reader) readLine() ([]byte, error) {
 	frag, err := r.in.ReadSlice('\n')
+	if e := r.checkBinary(frag); e != nil {
+		return nil, e
+	}
 	if !r.partial {
 		if err == nil {
 			r.line++
@@ -440,6 +459,9 @@ func (r *Reader) readLine() ([]byte, error) {
 		r.scratch = append(r.scratch[:0], frag...)
 		r.partial, r.tooLong = true, false
 		frag, err = r.in.ReadSlice('\n')
+		if e := r.checkBinary(frag); e != nil {
+			return nil, e
+		}
 	}
 	for {
 		if !r.tooLong && len(r.scratch)+len(frag) > MaxLineBytes {
@@ -460,6 +482,9 @@ func (r *Reader) readLine() ([]byte, error) {
 			break
 		}
 		frag, err = r.in.ReadSlice('\n')
+		if e := r.checkBinary(frag); e != nil {
+			return nil, e
+		}
 	}
 	if errors.Is(err, ErrInputIdle) {
 		return nil, ErrInputIdle
@@ -475,6 +500,22 @@ func (r *Reader) readLine() ([]byte, error) {
 	}
 	ln := bytes.TrimSuffix(r.scratch, []byte{'\n'})
 	return ln, r.countNULs(ln)
+}
+
+// checkBinary takes the next bytes read from the input and fails when the
+// part of them in the binary window that the head check did not cover
+// holds a NUL byte.
+func (r *Reader) checkBinary(b []byte) error {
+	start := r.off
+	r.off += len(b)
+	if r.off <= r.binChecked || start >= binaryWindow {
+		return nil
+	}
+	lo, hi := max(r.binChecked-start, 0), min(binaryWindow-start, len(b))
+	if lo < hi && bytes.IndexByte(b[lo:hi], 0) >= 0 {
+		return ErrBinary
+	}
+	return nil
 }
 
 // countNULs fails once the input holds more NUL bytes than text does.
