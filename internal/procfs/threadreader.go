@@ -1174,6 +1174,51 @@ func (r *ThreadReader) ReadSyscallOf(tid int, t *Thread) bool {
 	return true
 }
 
+// ReadNow reads a thread of the last sweep again, as it is now: its state,
+// CPU, run count and, when it sleeps, its wait channel and system call,
+// through the descriptors the sweep keeps. Its other counters stay the
+// sweep's. The sampler reads a lock holder so: the lock's memory named it
+// after the sweep, and what the sweep saw it do may be from before it
+// took the lock. False (t unchanged) when the thread is gone, or the tid
+// is another thread's now.
+func (r *ThreadReader) ReadNow(t *Thread) bool {
+	if r == nil {
+		return false
+	}
+	tf := r.threads[t.TID]
+	if tf == nil {
+		return false
+	}
+	now := Thread{TID: t.TID, Syscall: SyscallUnknown}
+	if t.Timeslices != 0 {
+		// First, so that a run after it shows in what follows (as in
+		// readThread).
+		b, err := r.read(t.TID, tf, fileSchedstat)
+		if err != nil {
+			return false
+		}
+		parseSchedstat(b, &now)
+	}
+	b, err := r.read(t.TID, tf, fileStat)
+	if err != nil {
+		return false
+	}
+	if _, ok := parseStat(b, &now); !ok || now.StartTime != t.StartTime {
+		return false
+	}
+	if now.Sleeping() {
+		r.readWaits(&now, tf)
+	} else {
+		now.Syscall = SyscallRunning
+	}
+	t.State, t.Processor, t.WChan = now.State, now.Processor, now.WChan
+	t.Syscall, t.SyscallArgs, t.SyscallSP, t.SyscallPC = now.Syscall, now.SyscallArgs, now.SyscallSP, now.SyscallPC
+	if now.Timeslices != 0 {
+		t.Timeslices = now.Timeslices
+	}
+	return true
+}
+
 // BlockingFutex reports whether t is blocked in a futex(2) call that
 // waits (not a wake or a requeue), and returns its address, operation and
 // the value it expected.

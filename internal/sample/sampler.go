@@ -400,6 +400,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 		snap.Futexes = s.jvmProgramFutexes(snap.Futexes, threads, func() bool { return snap.NoAnswer != nil || s.safepointDuringTick(snap) })
 	}
 	s.mem.FillHolders(snap.Futexes, threads)
+	s.readHoldersNow(threads, snap.Futexes)
 	s.unwindStacks(threads, snap.Futexes)
 	s.readExactWaits(snap, threads)
 	s.fastReads(snap, threads, sweptAt)

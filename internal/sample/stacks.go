@@ -49,6 +49,29 @@ type stackState struct {
 	Unwound, Reused, Discarded int
 }
 
+// readHoldersNow reads each lock holder's state again right after its
+// lock's memory named it: the sweep came first, and a thread that took
+// the lock since was doing something else then (in memcached's LRU
+// convoy, 1 holder in about 50 was "in epoll_wait", from before it took
+// the lock). Its stack is then unwound from where it is now.
+func (s *Sampler) readHoldersNow(threads []snapshot.OSThread, futexes []snapshot.FutexWait) {
+	var index map[int]int
+	for _, fw := range futexes {
+		if fw.Holder == nil || fw.Holder.TID == 0 {
+			continue
+		}
+		if index == nil {
+			index = make(map[int]int, len(threads))
+			for i := range threads {
+				index[threads[i].TID] = i
+			}
+		}
+		if i, ok := index[fw.Holder.TID]; ok {
+			s.threads.ReadNow(&threads[i])
+		}
+	}
+}
+
 // unwindStacks fills Stack for the threads this target's stacks are taken
 // of (see above), from the cache where a thread has not moved.
 func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.FutexWait) {
