@@ -33,6 +33,7 @@ type ServeOptions struct {
 	Discovery time.Duration
 	// JVM tunes the thread dumps of JVM targets.
 	JVM      liveJVMFlags
+	Native   nativeFlags
 	ProcRoot string
 
 	// onListen, when set, is told the bound address (tests listen on
@@ -75,6 +76,12 @@ func NewCmdServe(io IO, runF func(*ServeOptions) error) *cobra.Command {
 			if err := opts.JVM.validate(); err != nil {
 				return err
 			}
+			if err := opts.Native.validate(); err != nil {
+				return err
+			}
+			if opts.Native.exactWaits == "on" {
+				return usageErrorf("serve --exact-waits takes auto or off: serve counts the waits of the native targets it can trace, and samples the rest")
+			}
 			for _, pid := range opts.PIDs {
 				if pid <= 0 {
 					return usageErrorf("--pid %d is not a process id", pid)
@@ -112,6 +119,8 @@ func NewCmdServe(io IO, runF func(*ServeOptions) error) *cobra.Command {
 	f.DurationVarP(&opts.Interval, "interval", "i", time.Second, "time between samples of each target")
 	f.IntVar(&opts.Port, "port", 0, "count only connections to this local server port")
 	opts.JVM.register(f)
+	opts.Native.register(f)
+	f.Lookup("exact-waits").Usage = "native targets: count every futex wait with the kernel's tracepoints where the privilege allows (root or CAP_PERFMON): auto or off"
 	f.StringVar(&opts.Listen, "listen", metrics.DefaultAddr, "address to serve metrics on (host:port; :port for all interfaces)")
 	f.StringVar(&opts.WebConfigFile, "web.config.file", "", "Prometheus exporter-toolkit web configuration: TLS and basic auth")
 	f.IntVar(&opts.Top, "top", metrics.DefaultTop, "locks, pools and waking pools with series of their own per target; the rest are summed as \"other\"")
@@ -147,7 +156,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 
 	ts := serve.New(serve.Options{
 		PIDs: opts.PIDs, Name: re, Java: opts.Java, Interval: opts.Interval, Port: opts.Port, JVM: opts.JVM.options(),
-		Discovery: opts.Discovery, ProcRoot: opts.ProcRoot, Exporter: srv,
+		ExactWaits: opts.Native.mode(), Discovery: opts.Discovery, ProcRoot: opts.ProcRoot, Exporter: srv,
 		Report: func(ev serve.Event) { fmt.Fprintln(opts.IO.ErrOut, ev.Message(opts.Interval)) },
 	})
 	followed := make(chan struct{})

@@ -288,6 +288,8 @@ func TestServeErrors(t *testing.T) {
 		{[]string{"serve", "--java", "--interval", "1ms"}, 2, "at least 10ms"},
 		{[]string{"serve", "--java", "--top", "0"}, 2, "--top"},
 		{[]string{"serve", "--java", "--port", "70000"}, 2, "--port"},
+		{[]string{"serve", "--java", "--exact-waits", "on"}, 2, "serve --exact-waits takes auto or off"},
+		{[]string{"serve", "--java", "--exact-waits", "always"}, 2, "--exact-waits must be auto, on or off"},
 		{[]string{"serve", "--pid", pid, "--listen", "nonsense"}, 2, "want host:port"}, // the caller's typo
 		{[]string{"serve", "--pid", pid, "--listen", busy.Addr().String()}, 1,
 			"ctprof: listen " + busy.Addr().String() + ": address already in use; choose another with --listen\n"},
@@ -491,4 +493,47 @@ func shellWords(s string) []string {
 		out = append(out, cur.String())
 	}
 	return out
+}
+
+// serve counts a native target's futex waits with the kernel's
+// tracepoints (--exact-waits auto, as root): the lock's contention
+// counter grows as the program's own count of its futex calls that slept,
+// and its wait seconds grow with them.
+func TestServeCountsNativeFutexWaits(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("exact futex waits need root or CAP_PERFMON: run the tests as root (make test does)")
+	}
+	p := testnative.Start(t, "counted_waits", "1000", "3")
+	url, errOut := startServe(t, "--pid", strconv.Itoa(p.PID), "--interval", "100ms", "--top", "20")
+	contentions := func(s map[string]float64) (float64, bool) {
+		for k, v := range s {
+			if strings.HasPrefix(k, "ctprof_lock_contentions_total{lock=futex counted_word,") {
+				return v, true
+			}
+		}
+		return 0, false
+	}
+	waitSeries(t, url, p.PID, "counted_word's contentions", func(s map[string]float64) bool {
+		v, ok := contentions(s)
+		return ok && v > 0
+	})
+	// The program's count and the series, each read at the same moment
+	// (within a sample interval), four seconds apart.
+	c1 := p.Request(t, syscall.SIGUSR1, "COUNTS")
+	s1 := seriesOf(scrape(t, url), p.PID)
+	time.Sleep(4 * time.Second)
+	c2 := p.Request(t, syscall.SIGUSR1, "COUNTS")
+	s2 := seriesOf(scrape(t, url), p.PID)
+	v1, _ := contentions(s1)
+	v2, _ := contentions(s2)
+	slept := float64(c2["calls"] - c1["calls"] - (c2["again"] - c1["again"]))
+	t.Logf("program: %.0f calls that slept; ctprof_lock_contentions_total grew %.0f", slept, v2-v1)
+	assert.InEpsilon(t, slept, v2-v1, 0.15, "the kernel's count vs the program's own; stderr:\n%s", errOut.String())
+	var w1, w2 float64
+	for k, v := range s1 {
+		if strings.HasPrefix(k, "ctprof_lock_wait_seconds_total{lock=futex counted_word,") {
+			w1, w2 = v, s2[k]
+		}
+	}
+	assert.Greater(t, w2, w1, "the wait seconds grow")
 }

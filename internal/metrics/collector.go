@@ -73,11 +73,11 @@ type Collector struct {
 }
 
 type target struct {
-	info  TargetInfo
-	src   SummarySource // nil once the target is down
-	up    bool
-	locks *lockSelector
-	jfr   *jfrSelector // JFR wait counters (jfr.go); nil until a recording's data arrives
+	info     TargetInfo
+	src      SummarySource // nil once the target is down
+	up       bool
+	locks    *lockSelector
+	measured *measuredSelector // measured-wait counters (measured.go); nil until a recording or the futex tracer has data
 	// labels keeps each lock's labels across scrapes, for both families.
 	labels lockLabels
 }
@@ -241,7 +241,7 @@ func (c *Collector) collectTarget(e emitter, t *target, s *analysis.Summary) {
 			e.gauge(descLockBlockedThreads, float64(r.waiters), r.key.lock, r.key.site)
 			e.counter(descLockBlockedSeconds, r.seconds, r.key.lock, r.key.site)
 		}
-		emitJFRLocks(e, t, c.top, s)
+		emitMeasuredLocks(e, t, c.top, s)
 	}
 	if len(s.ContentionSites) > 0 {
 		named, other := topResources(s.ContentionSites, c.top)

@@ -3,6 +3,7 @@ package sample
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/ctprof/ctprof/internal/futextrace"
 	"github.com/ctprof/ctprof/internal/procfs"
@@ -37,6 +38,51 @@ const exactStackEvery = 64
 // says.
 const maxExactThreads = 2000
 
+// exactBudget shares maxExactThreads among the samplers of one ctprof:
+// serve samples many targets, and the kernel rings of all of them must
+// stay within the memory bound. Each sampler traces what the others leave.
+var exactBudget = struct {
+	sync.Mutex
+	traced map[*Sampler]int
+}{traced: map[*Sampler]int{}}
+
+// exactClaim sets the threads s traces to want, or to what the other
+// samplers leave when that is less, and returns it; 0 releases s's share.
+func (s *Sampler) exactClaim(want int) int {
+	exactBudget.Lock()
+	defer exactBudget.Unlock()
+	room := maxExactThreads
+	for o, n := range exactBudget.traced {
+		if o != s {
+			room -= n
+		}
+	}
+	got := min(want, max(room, 0))
+	if got == 0 {
+		delete(exactBudget.traced, s)
+	} else {
+		exactBudget.traced[s] = got
+	}
+	return got
+}
+
+// exactBudgetNote says why a grown target's threads are not all traced.
+func exactBudgetNote(got int) string {
+	if got < maxExactThreads {
+		return fmt.Sprintf("at most %d across its targets: each thread costs a kernel ring of 68 KB", maxExactThreads)
+	}
+	return "each thread costs a kernel ring of 68 KB"
+}
+
+// exactBudgetText says why a target's threads are not traced: "more than
+// the " comes before it.
+func exactBudgetText(got int) string {
+	if got < maxExactThreads {
+		return fmt.Sprintf("%d whose futex waits ctprof can still count (%d at most across its targets: each thread costs a kernel ring of 68 KB)", got, maxExactThreads)
+	}
+	return fmt.Sprintf("%d whose futex waits ctprof counts (each costs a kernel ring of 68 KB)", maxExactThreads)
+}
+
 // exactState is the sampler's futex tracer; nil tracer without one.
 type exactState struct {
 	tracer *futextrace.Tracer
@@ -66,15 +112,18 @@ func (s *Sampler) openExactWaits(mode ExactWaits) error {
 		}
 		return nil
 	}
-	if n := s.fs.TaskCount(s.opts.PID); n > maxExactThreads {
+	n := s.fs.TaskCount(s.opts.PID)
+	if got := s.exactClaim(n); got < n {
+		s.exactClaim(0)
 		if mode == ExactOn {
-			return fmt.Errorf("--exact-waits on: pid %d has %d threads, more than the %d whose futex waits ctprof counts (each costs a kernel ring of 68 KB)", s.opts.PID, n, maxExactThreads)
+			return fmt.Errorf("--exact-waits on: pid %d has %d threads, more than the %s", s.opts.PID, n, exactBudgetText(got))
 		}
-		s.notes = append(s.notes, fmt.Sprintf("exact futex waits: pid %d has %d threads, more than the %d ctprof traces (each costs a kernel ring of 68 KB); its futex waits are sampled", s.opts.PID, n, maxExactThreads))
+		s.notes = append(s.notes, fmt.Sprintf("exact futex waits: pid %d has %d threads, more than the %s; its futex waits are sampled", s.opts.PID, n, exactBudgetText(got)))
 		return nil
 	}
 	t, err := futextrace.Open(s.opts.PID, futextrace.Options{StackEvery: exactStackEvery})
 	if err != nil {
+		s.exactClaim(0)
 		if mode == ExactOn {
 			return fmt.Errorf("--exact-waits on: %w", err)
 		}
@@ -99,11 +148,12 @@ func (s *Sampler) readExactWaits(snap *snapshot.Snapshot, threads []snapshot.OST
 		return
 	}
 	s.exact.tids = s.exact.tids[:0]
+	limit := s.exactClaim(len(threads))
 	for i := range threads {
-		if len(s.exact.tids) == maxExactThreads {
+		if len(s.exact.tids) == limit {
 			if !s.exact.capped {
 				s.exact.capped = true
-				snap.Errors = append(snap.Errors, fmt.Sprintf("exact futex waits: the target grew to %d threads; ctprof traces the first %d of them (each costs a kernel ring of 68 KB)", len(threads), maxExactThreads))
+				snap.Errors = append(snap.Errors, fmt.Sprintf("exact futex waits: the target grew to %d threads; ctprof traces the first %d of them (%s)", len(threads), limit, exactBudgetNote(limit)))
 			}
 			break
 		}
@@ -159,6 +209,7 @@ func (s *Sampler) closeExactWaits() error {
 	}
 	err := s.exact.tracer.Close()
 	s.exact.tracer = nil
+	s.exactClaim(0)
 	return err
 }
 

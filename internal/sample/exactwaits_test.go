@@ -97,5 +97,32 @@ func TestExactWaitsBoundedByThreads(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	assert.Nil(t, s.exact.tracer)
-	assert.Contains(t, strings.Join(s.Notes(), "\n"), "more than the 2000 ctprof traces")
+	assert.Contains(t, strings.Join(s.Notes(), "\n"), "more than the 2000 whose futex waits ctprof counts")
+}
+
+// The samplers of one ctprof (serve's targets) share the bound on traced
+// threads: a second target that does not fit beside the first is sampled
+// (and says why), and is traced once the first's sampler has closed.
+func TestExactWaitsBudgetSharedByTargets(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("exact futex waits need root or CAP_PERFMON: run the tests as root (make test does)")
+	}
+	big := testnative.Start(t, "many_threads", "1500")
+	small := testnative.Start(t, "many_threads", "600")
+	first, err := NewSampler(Options{PID: big.PID, ExactWaits: ExactOn})
+	require.NoError(t, err)
+	require.NotNil(t, first.exact.tracer)
+	_, err = NewSampler(Options{PID: small.PID, ExactWaits: ExactOn})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "whose futex waits ctprof can still count (2000 at most across its targets")
+	second, err := NewSampler(Options{PID: small.PID, ExactWaits: ExactAuto})
+	require.NoError(t, err)
+	assert.Nil(t, second.exact.tracer)
+	assert.Contains(t, strings.Join(second.Notes(), "\n"), "its futex waits are sampled")
+	require.NoError(t, second.Close())
+	require.NoError(t, first.Close())
+	third, err := NewSampler(Options{PID: small.PID, ExactWaits: ExactOn})
+	require.NoError(t, err, "the first target's share came back when its sampler closed")
+	assert.NotNil(t, third.exact.tracer)
+	require.NoError(t, third.Close())
 }

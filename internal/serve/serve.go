@@ -48,6 +48,10 @@ type Options struct {
 	Port int
 	// JVM tunes the thread dumps of JVM targets.
 	JVM sample.JVMOptions
+	// ExactWaits counts native targets' futex waits with the kernel's
+	// tracepoints (ExactAuto: where the privilege allows; the targets
+	// share the sampler's bound on traced threads).
+	ExactWaits sample.ExactWaits
 	// Discovery is the time between looks for targets that started (5 s
 	// when not positive).
 	Discovery time.Duration
@@ -248,7 +252,7 @@ func (ts *Targets) matches(pid int) bool {
 
 // start begins sampling pid in its own goroutine.
 func (ts *Targets) start(ctx context.Context, pid int, explicit bool) {
-	s, err := sample.NewSampler(sample.Options{PID: pid, Interval: ts.opts.Interval, Port: ts.opts.Port, ProcRoot: ts.fs.Root(), JVM: ts.opts.JVM})
+	s, err := sample.NewSampler(sample.Options{PID: pid, Interval: ts.opts.Interval, Port: ts.opts.Port, ProcRoot: ts.fs.Root(), JVM: ts.opts.JVM, ExactWaits: ts.opts.ExactWaits})
 	if err != nil {
 		switch {
 		case explicit:
