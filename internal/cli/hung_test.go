@@ -130,8 +130,19 @@ func TestAttachStoppedJVM(t *testing.T) {
 				assert.True(t, allStopped(p.PID), "every thread of the JVM is stopped")
 
 				if round == 0 {
-					_, _, _, took = hungRun(t, 20*time.Second, "attach", pid, "--duration", "5s", "--format", "json")
+					rec := filepath.Join(t.TempDir(), "stopped.ctprof")
+					code, out, errOut, took = hungRun(t, 20*time.Second, "attach", pid, "--duration", "5s", "--format", "json", "--record", rec)
+					require.Equal(t, 0, code, errOut)
 					assert.Less(t, took, 7*time.Second, "--duration 5s of a stopped JVM ends within 7 s")
+					// The recording's replay gives the live run's finding.
+					require.NoError(t, json.Unmarshal([]byte(out), &doc))
+					live := findingOf(doc, "process-stopped")
+					require.NotNil(t, live, "findings %v", doc["findings"])
+					code, out, errOut = run(t, "", "report", rec, "--format", "json")
+					require.Equal(t, 0, code, errOut)
+					var replay map[string]any
+					require.NoError(t, json.Unmarshal([]byte(out), &replay))
+					assert.Equal(t, live, findingOf(replay, "process-stopped"), "report of the recording")
 				}
 				assert.Empty(t, attachTriggers(p.PID), "no trigger file left")
 

@@ -33,9 +33,10 @@ import (
 // version 4 the host's CPU time, its biggest CPU consumers and the
 // target's cgroup quotas (hostcpu.go); version 5 what each futex's lock
 // said of its holder (holder.go); version 6 the native user stacks of
-// the threads blocked in a system call (stack.go).
+// the threads blocked in a system call (stack.go); version 7 what a tick
+// said of a stopped process or a JVM that did not answer (hung.go).
 // Older files are still read (what they lack reads as zero or empty).
-const FormatVersion = 6
+const FormatVersion = 7
 
 // Magic starts every recording; the version byte follows it.
 const Magic = "CTPROF-RECORDING\n"

@@ -163,6 +163,9 @@ func encodeSnapshot(e *encoder, s *snapshot.Snapshot, prev threadState, key bool
 		encodeFutexTrace(e, s.FutexTrace)
 		encodeFastReads(e, s.FastReads)
 	}
+	if e.version >= 7 {
+		encodeHung(e, s)
+	}
 	return next
 }
 
@@ -300,6 +303,9 @@ func decodeSnapshot(d *decoder, prev threadState, key bool) (*snapshot.Snapshot,
 	if d.version >= 6 {
 		s.FutexTrace = decodeFutexTrace(d)
 		s.FastReads = decodeFastReads(d)
+	}
+	if d.version >= 7 {
+		decodeHung(d, s)
 	}
 	return s, next
 }
