@@ -153,6 +153,13 @@ func encodeSnapshot(e *encoder, s *snapshot.Snapshot, prev threadState, key bool
 	if s.DumpText != nil {
 		e.bytes(s.DumpText)
 	}
+	encodeLater(e, s)
+	return next
+}
+
+// encodeLater writes what later format versions added, in the order they
+// added it.
+func encodeLater(e *encoder, s *snapshot.Snapshot) {
 	if e.version >= 3 {
 		encodeWaits(e, s)
 	}
@@ -166,7 +173,6 @@ func encodeSnapshot(e *encoder, s *snapshot.Snapshot, prev threadState, key bool
 	if e.version >= 7 {
 		encodeHung(e, s)
 	}
-	return next
 }
 
 // encodeWaits writes the waits and GC pauses a JVM recorded (JFR), so a
@@ -294,6 +300,12 @@ func decodeSnapshot(d *decoder, prev threadState, key bool) (*snapshot.Snapshot,
 	if d.bool() {
 		decodeDump(d, s)
 	}
+	decodeLater(d, s)
+	return s, next
+}
+
+// decodeLater reads what encodeLater wrote.
+func decodeLater(d *decoder, s *snapshot.Snapshot) {
 	if d.version >= 3 {
 		decodeWaits(d, s)
 	}
@@ -307,7 +319,6 @@ func decodeSnapshot(d *decoder, prev threadState, key bool) (*snapshot.Snapshot,
 	if d.version >= 7 {
 		decodeHung(d, s)
 	}
-	return s, next
 }
 
 // decodeThreads reads the /proc sample's threads into s.Threads and
