@@ -386,7 +386,11 @@ func TestCorpusKeptDumps(t *testing.T) {
 				d.Time = at
 				a.Add(&snapshot.Snapshot{Time: at, Dump: d})
 			}
-			testgolden.Check(t, filepath.Join("testdata", "corpus", c.workload, "verdicts.golden"), corpusGolden(a.Summary()), *update, "go test ./internal/analysis -run TestCorpusKeptDumps -update")
+			sum := a.Summary()
+			testgolden.Check(t, filepath.Join("testdata", "corpus", c.workload, "verdicts.golden"), corpusGolden(sum), *update, "go test ./internal/analysis -run TestCorpusKeptDumps -update")
+			for _, f := range sum.Findings {
+				assert.NotEmpty(t, f.Subject, "every finding says what it is about (FindingKey): %s", f.Summary)
+			}
 		})
 	}
 	if seen == 0 {

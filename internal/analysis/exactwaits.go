@@ -265,6 +265,7 @@ func exactFutexFinding(l LockSummary, s *Summary) Finding {
 	}
 	return Finding{
 		Kind:     FindingLockHotspot,
+		Subject:  LockName(l),
 		Severity: sev,
 		Summary:  summary,
 		Evidence: ev,

@@ -155,7 +155,7 @@ func fastFutexFinding(l LockSummary, s *Summary) Finding {
 	if f.AvgWaiters >= exactCriticalWaiters {
 		sev = SeverityCritical
 	}
-	return Finding{Kind: FindingLockHotspot, Severity: sev, Summary: summary, Evidence: ev, NextStep: next, impact: 1e6 + 1000*f.AvgWaiters}
+	return Finding{Kind: FindingLockHotspot, Subject: LockName(l), Severity: sev, Summary: summary, Evidence: ev, NextStep: next, impact: 1e6 + 1000*f.AvgWaiters}
 }
 
 // fastReadsWarning says, when the threads block more often than any

@@ -2,7 +2,10 @@ package analysis
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -70,6 +73,7 @@ func deadlockFindings(s *Summary) []Finding {
 		}
 		out = append(out, Finding{
 			Kind:     FindingDeadlock,
+			Subject:  "threads " + quoteList(slices.Sorted(slices.Values(d.Threads))),
 			Severity: SeverityCritical,
 			Summary: fmt.Sprintf("Deadlock: %d threads wait for each other forever (%s), found by %s in %d of %d dumps.",
 				len(d.Threads), quoteList(d.Threads), who, d.Dumps, s.Dumps),
@@ -217,6 +221,7 @@ func lockHotspotFinding(l LockSummary, s *Summary, cs ContentionSite, atSite boo
 	}
 	return Finding{
 		Kind:     FindingLockHotspot,
+		Subject:  LockName(l),
 		Severity: sev,
 		Summary:  fmt.Sprintf("%s %s on %s%s%s, %s.", capitalize(what), verb, LockName(l), waitHow(l), where, owner) + jfrSentence(l),
 		Evidence: ev,
@@ -309,6 +314,7 @@ func stuckFindings(s *Summary) []Finding {
 		}
 		out = append(out, Finding{
 			Kind:     FindingStuck,
+			Subject:  g.state + " at " + g.frame,
 			Severity: sev,
 			Summary:  fmt.Sprintf("%s %s in the same stack in all %d dumps, at %s.", who, g.state, g.dumps, g.frame),
 			Evidence: []string{"threads: " + quoteList(g.names)},
@@ -417,6 +423,7 @@ func resourceFinding(cs ContentionSite, s *Summary) (Finding, bool) {
 	}
 	return Finding{
 		Kind:     FindingLockHotspot,
+		Subject:  "resource " + cs.ID,
 		Severity: sev,
 		Summary:  summary,
 		Evidence: ev,
@@ -575,6 +582,7 @@ func serializationFindings(s *Summary, covered map[string]bool) []Finding {
 		}
 		out = append(out, Finding{
 			Kind:     FindingSerialization,
+			Subject:  LockName(l) + " in pool " + strconv.Quote(sr.Pool),
 			Severity: sev,
 			Summary:  sum,
 			Evidence: ev,
@@ -625,6 +633,7 @@ func connectionFindings(s *Summary) []Finding {
 	}
 	return []Finding{{
 		Kind:                 FindingThreadPerConnection,
+		Subject:              poolSubject(pool),
 		Severity:             sev,
 		Summary:              sum,
 		Evidence:             ev,
@@ -656,6 +665,7 @@ func wakeupFindings(s *Summary) []Finding {
 		}
 		out = append(out, Finding{
 			Kind:     FindingWakeupStorm,
+			Subject:  poolSubject(w.Pool),
 			Severity: sev,
 			Summary: fmt.Sprintf("%s every %.0f ms to do almost nothing (%.2f %% CPU each): %.0f wake-ups per second%s.",
 				who, w.PeriodMillis, w.CPUPercentPerThread, w.PerSecond, share),
@@ -668,6 +678,32 @@ func wakeupFindings(s *Summary) []Finding {
 	}
 	return out
 }
+
+// poolSubject is a pool's finding's subject; "process" when the finding
+// names no pool.
+func poolSubject(pool string) string {
+	if pool == "" {
+		return "process"
+	}
+	return "pool " + strconv.Quote(pool)
+}
+
+// FindingKey names a finding for matching it with itself elsewhere: after
+// the next dump of a followed log, in the other run of a diff. It is the
+// kind and the subject; a finding without a subject (from a JSON summary
+// an older ctprof wrote) is known by its sentence, its numbers and
+// addresses taken out.
+func FindingKey(f Finding) string {
+	if f.Subject != "" {
+		return f.Kind + "|" + f.Subject
+	}
+	return f.Kind + "|~" + keyNumber.ReplaceAllString(keyAddress.ReplaceAllString(f.Summary, "0x"), "#")
+}
+
+var (
+	keyAddress = regexp.MustCompile(`0x[0-9a-fA-F]+`)
+	keyNumber  = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
+)
 
 func quoteList(names []string) string {
 	q := make([]string, len(names))

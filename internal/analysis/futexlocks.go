@@ -387,6 +387,7 @@ func futexFinding(l LockSummary, samples int) Finding {
 	}
 	return Finding{
 		Kind:     FindingLockHotspot,
+		Subject:  LockName(l),
 		Severity: sev,
 		Summary:  summary,
 		Evidence: ev,

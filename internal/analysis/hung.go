@@ -135,7 +135,7 @@ func (a *Aggregator) stoppedFinding() (Finding, bool) {
 	if a.target != nil && a.target.Kind == snapshot.KindJVM {
 		ev = append(ev, "ctprof sent the JVM no request while it was stopped (a thread dump would wait until it runs again)")
 	}
-	f := Finding{Kind: FindingStopped, Evidence: ev, NextStep: next}
+	f := Finding{Kind: FindingStopped, Subject: "process", Evidence: ev, NextStep: next}
 	if h.stopped != nil {
 		f.Severity = SeverityCritical
 		f.Summary = fmt.Sprintf("The process is stopped (%s); none of its threads ran%s.", how, forSpan(span))
@@ -187,6 +187,7 @@ func (a *Aggregator) noAnswerFinding() (Finding, bool) {
 		}
 		f := Finding{
 			Kind:     FindingGCPause,
+			Subject:  "process",
 			Evidence: ev,
 			NextStep: "Read the GC log (-Xlog:gc*): a full collection of a large live set with the serial or parallel collector, or a heap too small for its live data, stops every thread this long. Give the heap room, shrink the live set, or use a concurrent collector (G1, ZGC).",
 		}
@@ -229,6 +230,7 @@ func (a *Aggregator) noAnswerFinding() (Finding, bool) {
 		}
 		f := Finding{
 			Kind:     FindingSafepointStall,
+			Subject:  "process",
 			Evidence: ev,
 			NextStep: "A thread in a long loop the JIT compiled without safepoint polls holds every other thread at the safepoint the JVM asked for (a GC, a dump, a deoptimization). Break the loop into shorter calls, or drop -XX:-UseCountedLoopSafepoints (with it on, C2 keeps a poll every few thousand iterations). -Xlog:safepoint shows each safepoint's time to reach it, and -XX:+SafepointTimeout -XX:SafepointTimeoutDelay=1000 has the JVM name the threads that do not stop.",
 		}

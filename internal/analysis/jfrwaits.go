@@ -797,6 +797,7 @@ func jfrFinding(l LockSummary, s *Summary) (Finding, bool) {
 	}
 	return Finding{
 		Kind:     FindingLockHotspot,
+		Subject:  LockName(l),
 		Severity: sev,
 		Summary:  summary,
 		Evidence: ev,

@@ -52,6 +52,7 @@ func saturationFindings(s *Summary) []Finding {
 	}
 	f := Finding{
 		Kind:     FindingCPUSaturation,
+		Subject:  "process",
 		Severity: SeverityWarning,
 		Cause:    cause,
 		impact:   3e5 + 100*sc.RunQueueWaitShare,

@@ -613,6 +613,11 @@ type Finding struct {
 	// thread-per-connection, wakeup-storm, cpu-saturation, stuck-thread,
 	// process-stopped, safepoint-stall, gc-pause.
 	Kind string `json:"kind"`
+	// Subject names what the finding is about in words that stay the same
+	// while its numbers move, from dump to dump and from run to run: a
+	// resource's key, a lock's name without its address, the pool, a
+	// stuck stack's state and frame, the deadlocked threads (FindingKey).
+	Subject string `json:"subject"`
 	// Severity is "critical", "warning" or "info".
 	Severity string   `json:"severity"`
 	Summary  string   `json:"summary"`

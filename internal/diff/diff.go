@@ -584,12 +584,12 @@ func findings(b, a []analysis.Finding) Findings {
 	out := Findings{Appeared: []analysis.Finding{}, Gone: []analysis.Finding{}, Kept: []KeptFinding{}}
 	after := map[string][]int{}
 	for i, fd := range a {
-		k := FindingKey(fd)
+		k := analysis.FindingKey(fd)
 		after[k] = append(after[k], i)
 	}
 	used := make([]bool, len(a))
 	for _, fd := range b {
-		k := FindingKey(fd)
+		k := analysis.FindingKey(fd)
 		if l := after[k]; len(l) > 0 {
 			j := l[0]
 			after[k] = l[1:]
@@ -612,51 +612,6 @@ func findings(b, a []analysis.Finding) Findings {
 		}
 	}
 	return out
-}
-
-var (
-	hexAddress = regexp.MustCompile(`0x[0-9a-fA-F]+`)
-	number     = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
-	quotedPool = regexp.MustCompile(`pool "((?:[^"\\]|\\.)*)"`)
-	stuckAt    = regexp.MustCompile(`(\S+) in the same stack in all \d+ dumps?, at (.*)\.$`)
-)
-
-// FindingKey names what a finding is about, so that one run's finding is
-// matched with the other's however its numbers moved: a hotspot by its
-// resource (the contention site, or the lock's kind and class without
-// its address), a pool's finding by the pool, a stuck thread by its state
-// and frame; any other by its words with the numbers taken out.
-func FindingKey(fd analysis.Finding) string {
-	norm := func(s string) string { return number.ReplaceAllString(hexAddress.ReplaceAllString(s, "0x"), "#") }
-	switch fd.Kind {
-	case "lock-hotspot":
-		if len(fd.Evidence) > 0 {
-			ev := fd.Evidence[0]
-			if !strings.HasPrefix(ev, "resource ") {
-				// "<resource> <class> <address>": the address is the
-				// instance's, not the resource's.
-				if i := strings.LastIndexByte(ev, ' '); i > 0 {
-					ev = ev[:i]
-				}
-			}
-			return fd.Kind + "|" + norm(ev)
-		}
-	case "thread-per-connection", "cpu-saturation":
-		return fd.Kind + "|" + fd.Pool
-	case "serialization", "wakeup-storm":
-		if m := quotedPool.FindStringSubmatch(fd.Summary); m != nil {
-			lock := ""
-			if i := strings.Index(fd.Summary, " serializes "); i > 0 {
-				lock = fd.Summary[:i]
-			}
-			return fd.Kind + "|" + norm(lock) + "|" + m[1]
-		}
-	case "stuck-thread":
-		if m := stuckAt.FindStringSubmatch(fd.Summary); m != nil {
-			return fd.Kind + "|" + m[1] + "|" + m[2]
-		}
-	}
-	return fd.Kind + "|" + norm(fd.Summary)
 }
 
 func notes(doc *Document, b, a *analysis.Summary) []string {

@@ -140,22 +140,6 @@ func TestResourcesMatchTheDumps(t *testing.T) {
 	}
 }
 
-// diff.FindingKey joins a run's finding with the other's however its numbers
-// and its instance's address moved.
-func TestFindingKey(t *testing.T) {
-	a := analysis.Finding{Kind: "lock-hotspot", Summary: "Up to 7 threads …", Evidence: []string{"monitor CapacityFix$Catalog 0x00000000f0086a48"}}
-	b := analysis.Finding{Kind: "lock-hotspot", Summary: "2 threads …", Evidence: []string{"monitor CapacityFix$Catalog 0x00000000f0086930"}}
-	assert.Equal(t, diff.FindingKey(a), diff.FindingKey(b))
-	c := analysis.Finding{Kind: "lock-hotspot", Evidence: []string{"monitor CapacityFix$Stats 0x00000000f0086930"}}
-	assert.NotEqual(t, diff.FindingKey(a), diff.FindingKey(c))
-	s1 := analysis.Finding{Kind: "serialization", Summary: `Monitor X serializes pool "worker-N": of its 8 threads, 1.3 run`}
-	s2 := analysis.Finding{Kind: "serialization", Summary: `Monitor X serializes pool "worker-N": of its 3 threads, 0.9 run`}
-	assert.Equal(t, diff.FindingKey(s1), diff.FindingKey(s2))
-	st1 := analysis.Finding{Kind: "stuck-thread", Summary: `Thread "a" is BLOCKED in the same stack in all 3 dumps, at A.b(A.java:1).`}
-	st2 := analysis.Finding{Kind: "stuck-thread", Summary: `2 threads are BLOCKED in the same stack in all 5 dumps, at A.b(A.java:1).`}
-	assert.Equal(t, diff.FindingKey(st1), diff.FindingKey(st2))
-}
-
 // Names read from a dump reach the terminal escaped, and the diff.JSON escapes
 // markup.
 func TestHostileNamesEscaped(t *testing.T) {

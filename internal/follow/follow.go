@@ -6,9 +6,7 @@
 package follow
 
 import (
-	"regexp"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/ctprof/ctprof/internal/analysis"
@@ -64,7 +62,7 @@ func (t *Tracker) Next(s *analysis.Summary, source string, at time.Time) Change 
 	}
 	keys, findings := []string{}, map[string]analysis.Finding{}
 	for _, f := range s.Findings {
-		k := Key(f, s)
+		k := analysis.FindingKey(f)
 		if _, dup := findings[k]; dup {
 			continue
 		}
@@ -87,49 +85,4 @@ func (t *Tracker) Next(s *analysis.Summary, source string, at time.Time) Change 
 	}
 	sort.SliceStable(ch.Resources, func(i, j int) bool { return ch.Resources[i].CurrentWaiters > ch.Resources[j].CurrentWaiters })
 	return ch
-}
-
-var (
-	quotedRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
-	digitsRE = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
-)
-
-// Key names what a finding is about, so that the same finding after the
-// next dump (its counts, its owner and its wording moved on) is known as
-// the same: a lock finding by the resource it names, a deadlock by its
-// threads, a stuck thread by its state and frame, the process-wide kinds
-// by kind and pool; any other by its sentence without numbers.
-func Key(f analysis.Finding, s *analysis.Summary) string {
-	key := f.Kind + "|" + f.Pool + "|"
-	switch f.Kind {
-	case analysis.FindingDeadlock:
-		return key + strings.Join(quotedRE.FindAllString(f.Summary, -1), ",")
-	case analysis.FindingStuck:
-		if i := strings.LastIndex(f.Summary, " at "); i >= 0 {
-			who := ""
-			if strings.HasPrefix(f.Summary, "Thread ") {
-				who = quotedRE.FindString(f.Summary)
-			}
-			return key + who + f.Severity + f.Summary[i:]
-		}
-	case analysis.FindingLockHotspot, analysis.FindingSerialization:
-		// The longest wait frame the sentence names is its resource's.
-		best, id := "", ""
-		for _, c := range s.ContentionSites {
-			if len(c.WaitFrame) > len(best) && strings.Contains(f.Summary, c.WaitFrame) {
-				best, id = c.WaitFrame, c.ID
-			}
-		}
-		if id != "" {
-			return key + id
-		}
-		for _, l := range s.Locks {
-			if n := analysis.LockName(l); strings.Contains(f.Summary, n) {
-				return key + n + strings.Join(quotedRE.FindAllString(f.Summary, -1), ",")
-			}
-		}
-	case analysis.FindingThreadPerConnection, analysis.FindingWakeupStorm, analysis.FindingCPUSaturation:
-		return key
-	}
-	return key + digitsRE.ReplaceAllString(f.Summary, "#")
 }

@@ -76,7 +76,7 @@ func (r *Result) Findings(amdahl *usl.Fit) []analysis.Finding {
 		}
 		ev = append(ev, line)
 	}
-	return []analysis.Finding{{Kind: FindingScalability, Severity: sev, Summary: sum + ".", Evidence: ev, NextStep: next}}
+	return []analysis.Finding{{Kind: FindingScalability, Subject: "throughput", Severity: sev, Summary: sum + ".", Evidence: ev, NextStep: next}}
 }
 
 func shares(v []float64) string {
