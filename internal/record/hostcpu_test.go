@@ -1,8 +1,6 @@
 package record
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -26,20 +24,7 @@ func TestHostCPURoundTripAndVersion3(t *testing.T) {
 	between := &procfs.Host{CPUs: 2, BusyTicks: 123460}
 	snaps := []*snapshot.Snapshot{{Time: time.Unix(9, 0), Host: full}, {Time: time.Unix(10, 0), Host: between}}
 	for _, version := range []byte{3, FormatVersion} {
-		path := filepath.Join(t.TempDir(), "run.ctprof")
-		w, err := Create(path, Header{Version: "test"})
-		require.NoError(t, err)
-		w.version = version
-		for _, s := range snaps {
-			require.NoError(t, w.Append(s))
-		}
-		require.NoError(t, w.Close())
-		b, err := os.ReadFile(path)
-		require.NoError(t, err)
-		b[len(Magic)] = version
-		require.NoError(t, os.WriteFile(path, b, 0o644))
-
-		got, r := readAll(t, path)
+		got, r := recordAtVersion(t, version, snaps...)
 		assert.Empty(t, r.Warnings(), "version %d", version)
 		require.Len(t, got, 2)
 		if version < 4 {

@@ -1,8 +1,6 @@
 package record
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -54,20 +52,7 @@ func TestHungTicksRoundTripAndVersion6(t *testing.T) {
 	}
 	want := live.Summary()
 	for _, version := range []byte{6, FormatVersion} {
-		path := filepath.Join(t.TempDir(), "run.ctprof")
-		w, err := Create(path, Header{Version: "test"})
-		require.NoError(t, err)
-		w.version = version
-		for _, s := range run {
-			require.NoError(t, w.Append(s))
-		}
-		require.NoError(t, w.Close())
-		b, err := os.ReadFile(path)
-		require.NoError(t, err)
-		b[len(Magic)] = version
-		require.NoError(t, os.WriteFile(path, b, 0o644))
-
-		got, r := readAll(t, path)
+		got, r := recordAtVersion(t, version, run...)
 		assert.Empty(t, r.Warnings(), "version %d", version)
 		require.Len(t, got, len(run))
 		replay := analysis.New()

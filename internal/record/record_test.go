@@ -522,19 +522,7 @@ func TestFutexWaitFieldsAndVersion1(t *testing.T) {
 		Host:    &snapshot.Host{CPUs: 2, Load1: 1.5},
 	}
 	for _, version := range []byte{1, FormatVersion} {
-		path := filepath.Join(t.TempDir(), "run.ctprof")
-		w, err := Create(path, Header{Version: "test"})
-		require.NoError(t, err)
-		w.version = version
-		require.NoError(t, w.Append(snap))
-		require.NoError(t, w.Append(snap))
-		require.NoError(t, w.Close())
-		b, err := os.ReadFile(path)
-		require.NoError(t, err)
-		b[len(Magic)] = version
-		require.NoError(t, os.WriteFile(path, b, 0o644))
-
-		got, r := readAll(t, path)
+		got, r := recordAtVersion(t, version, snap, snap)
 		assert.Empty(t, r.Warnings(), "version %d", version)
 		require.Len(t, got, 2, "version %d", version)
 		want := snap.Futexes[0]
@@ -566,18 +554,7 @@ func TestWaitEventsRoundTripAndVersion2(t *testing.T) {
 		Host:     &snapshot.Host{CPUs: 2},
 	}
 	for _, version := range []byte{2, FormatVersion} {
-		path := filepath.Join(t.TempDir(), "run.ctprof")
-		w, err := Create(path, Header{Version: "test"})
-		require.NoError(t, err)
-		w.version = version
-		require.NoError(t, w.Append(snap))
-		require.NoError(t, w.Close())
-		b, err := os.ReadFile(path)
-		require.NoError(t, err)
-		b[len(Magic)] = version
-		require.NoError(t, os.WriteFile(path, b, 0o644))
-
-		got, r := readAll(t, path)
+		got, r := recordAtVersion(t, version, snap)
 		assert.Empty(t, r.Warnings(), "version %d", version)
 		require.Len(t, got, 1)
 		if version < 3 {
@@ -589,4 +566,24 @@ func TestWaitEventsRoundTripAndVersion2(t *testing.T) {
 		assert.Equal(t, snap.GCPauses, got[0].GCPauses)
 		assert.Equal(t, snap.JFRPause, got[0].JFRPause)
 	}
+}
+
+// recordAtVersion writes snaps as format version writes them, under that
+// version's number, and reads them back: what a ctprof of that version
+// wrote, as this one reads it.
+func recordAtVersion(t *testing.T, version byte, snaps ...*snapshot.Snapshot) ([]*snapshot.Snapshot, *Reader) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run.ctprof")
+	w, err := Create(path, Header{Version: "test"})
+	require.NoError(t, err)
+	w.version = version
+	for _, s := range snaps {
+		require.NoError(t, w.Append(s))
+	}
+	require.NoError(t, w.Close())
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	b[len(Magic)] = version
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	return readAll(t, path)
 }

@@ -1,7 +1,6 @@
 package record
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -40,20 +39,7 @@ func TestStacksRoundTripAndVersion5(t *testing.T) {
 		snaps = append(snaps, s)
 	}
 	for _, version := range []byte{5, FormatVersion} {
-		path := filepath.Join(t.TempDir(), "run.ctprof")
-		w, err := Create(path, Header{Version: "test"})
-		require.NoError(t, err)
-		w.version = version
-		for _, s := range snaps {
-			require.NoError(t, w.Append(s))
-		}
-		require.NoError(t, w.Close())
-		b, err := os.ReadFile(path)
-		require.NoError(t, err)
-		b[len(Magic)] = version
-		require.NoError(t, os.WriteFile(path, b, 0o644))
-
-		got, r := readAll(t, path)
+		got, r := recordAtVersion(t, version, snaps...)
 		assert.Empty(t, r.Warnings(), "version %d", version)
 		require.Len(t, got, len(snaps))
 		for i, g := range got {
