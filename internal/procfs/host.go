@@ -53,7 +53,10 @@ type ProcCPU struct {
 	// Start is its start time (clock ticks after boot): a pid reused by a
 	// later process is another process.
 	Start uint64
-	CPU   time.Duration
+	// CPU is the CPU time it used over the window (Host.ConsumersWindow):
+	// what it used between its own two reads, which a sweep on a busy
+	// host may space further apart or closer, scaled to the window.
+	CPU time.Duration
 }
 
 // Host reads the host's context from this FS's /proc/stat and

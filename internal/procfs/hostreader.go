@@ -65,6 +65,10 @@ type HostReader struct {
 type procCPU struct {
 	start uint64
 	cpu   time.Duration
+	// at is when its stat was read, on the monotonic clock: on a busy
+	// host a sweep takes long enough for the interval between two reads
+	// of one process to differ from the window between the sweeps' starts.
+	at time.Time
 }
 
 // NewHostReader returns a HostReader for the target pid (left out of the
@@ -130,6 +134,10 @@ func (r *HostReader) sweep(now time.Time) ([]ProcCPU, time.Duration) {
 	}
 	clear(r.cur)
 	baseline := r.prevAt.IsZero()
+	window := time.Duration(0)
+	if !baseline {
+		window = now.Sub(r.prevAt)
+	}
 	var top []ProcCPU
 	for {
 		n, err := unix.Getdents(dir, r.dirBuf)
@@ -163,13 +171,19 @@ func (r *HostReader) sweep(now time.Time) ([]ProcCPU, time.Duration) {
 			if !ok {
 				continue
 			}
-			r.cur[pid] = procCPU{start: start, cpu: cpu}
+			at := time.Now()
+			r.cur[pid] = procCPU{start: start, cpu: cpu, at: at}
 			if baseline {
 				continue
 			}
 			used := cpu
 			if p, seen := r.prev[pid]; seen && p.start == start {
+				// Its use over its own interval between reads, as a
+				// share of the window the consumers are listed for.
 				used = cpu - p.cpu
+				if between := at.Sub(p.at); between > 0 && window > 0 {
+					used = time.Duration(float64(used) * float64(window) / float64(between))
+				}
 			} else if start+1 < r.prevBoot {
 				// Unseen at the previous sweep, yet older than it (its
 				// stat was unreadable then): its CPU time in between is
@@ -182,10 +196,6 @@ func (r *HostReader) sweep(now time.Time) ([]ProcCPU, time.Duration) {
 		}
 	}
 	r.prev, r.cur = r.cur, r.prev
-	window := time.Duration(0)
-	if !baseline {
-		window = now.Sub(r.prevAt)
-	}
 	r.prevAt, r.prevBoot = now, bootTicks
 	return top, window
 }
