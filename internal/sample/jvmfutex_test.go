@@ -76,7 +76,9 @@ func TestJVMFutexesSeenDuringDumpsAreNotLocks(t *testing.T) {
 				mu.Lock()
 				barrier = 0
 				for _, fw := range seen {
-					if fw.Kind == procfs.FutexUnknown && fw.Value%2 == 1 {
+					// The barrier's word is on the C heap; an odd value in
+					// libjvm.so's data is one of JDK 25's own locks.
+					if fw.Kind == procfs.FutexUnknown && fw.Value%2 == 1 && fw.Location.Module != "libjvm.so" {
 						barrier++
 					}
 				}
