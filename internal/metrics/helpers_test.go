@@ -42,7 +42,13 @@ func moduleRoot(t testing.TB) string {
 // ends, feeding a fresh Aggregator, as `ctprof serve` does for each target.
 func liveTarget(t testing.TB, pid int, interval time.Duration) (*analysis.Aggregator, snapshot.Target) {
 	t.Helper()
-	s, err := sample.NewSampler(sample.Options{PID: pid, Interval: interval})
+	return liveTargetWith(t, sample.Options{PID: pid, Interval: interval})
+}
+
+// liveTargetWith is liveTarget with the sampler's options.
+func liveTargetWith(t testing.TB, o sample.Options) (*analysis.Aggregator, snapshot.Target) {
+	t.Helper()
+	s, err := sample.NewSampler(o)
 	require.NoError(t, err)
 	agg := analysis.New()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctprof/ctprof/internal/sample"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
@@ -44,7 +45,9 @@ func TestPrometheusScrapesCtprof(t *testing.T) {
 
 	exporter := startServer(t, ServerOptions{})
 	for _, pid := range []int{mc.PID, srv.PID, jvm.PID} {
-		agg, tgt := liveTarget(t, pid, 250*time.Millisecond)
+		// The mutex's waits are counted by the kernel, as serve does as
+		// root: the dashboard's measured-wait panels have data.
+		agg, tgt := liveTargetWith(t, sample.Options{PID: pid, Interval: 250 * time.Millisecond, ExactWaits: sample.ExactAuto})
 		exporter.Register(TargetInfoOf(tgt), agg)
 	}
 	prom := startPrometheus(t, promBin, exporter.Addr())
@@ -71,6 +74,7 @@ func TestPrometheusScrapesCtprof(t *testing.T) {
 		{"the server has its clients", fmt.Sprintf(`ctprof_connections{pid="%d"} == %d`, srv.PID, clients)},
 		{"the contenders switch", fmt.Sprintf(`rate(ctprof_context_switches_total{pid="%d",kind="voluntary"}[10s]) > 0`, mc.PID)},
 		{"blocked time accumulates", fmt.Sprintf(`rate(ctprof_lock_blocked_thread_seconds_total{pid="%d",lock="futex contended_mutex"}[10s]) > 0`, mc.PID)},
+		{"the kernel counts the mutex's waits", fmt.Sprintf(`rate(ctprof_lock_contentions_total{pid="%d",lock="futex contended_mutex"}[10s]) > 0`, mc.PID)},
 		{"the JVM is a JVM", fmt.Sprintf(`ctprof_target_info{pid="%d",kind="jvm"} == 1`, jvm.PID)},
 		// 8 request threads by default, named request-1 .. request-8.
 		{"the JVM's request pool", fmt.Sprintf(`ctprof_pool_threads{pid="%d",pool="request-N"} == 8`, jvm.PID)},
@@ -349,7 +353,7 @@ func TestDashboardUsesExportedMetrics(t *testing.T) {
 	}
 	for _, must := range []string{"ctprof_threads", "ctprof_lock_blocked_threads", "ctprof_lock_blocked_thread_seconds_total",
 		"ctprof_context_switches_total", "ctprof_threads_per_connection", "ctprof_cpu_seconds_total",
-		"ctprof_runqueue_wait_seconds_total", "ctprof_target_pause_seconds_total"} {
+		"ctprof_runqueue_wait_seconds_total", "ctprof_target_pause_seconds_total", "ctprof_lock_wait_seconds_total", "ctprof_lock_contentions_total"} {
 		assert.True(t, used[must], "the dashboard shows %s", must)
 	}
 	b, err := os.ReadFile(filepath.Join(moduleRoot(t), "deploy", "grafana", "ctprof-dashboard.json"))
