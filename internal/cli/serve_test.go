@@ -500,9 +500,7 @@ func shellWords(s string) []string {
 // counter grows as the program's own count of its futex calls that slept,
 // and its wait seconds grow with them.
 func TestServeCountsNativeFutexWaits(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("exact futex waits need root or CAP_PERFMON: run the tests as root (make test does)")
-	}
+	testnative.RequireExactWaits(t)
 	p := testnative.Start(t, "counted_waits", "1000", "3")
 	url, errOut := startServe(t, "--pid", strconv.Itoa(p.PID), "--interval", "100ms", "--top", "20")
 	contentions := func(s map[string]float64) (float64, bool) {

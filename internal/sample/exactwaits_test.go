@@ -2,7 +2,6 @@ package sample
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,9 +21,7 @@ import (
 // table says within 10 %, and the program's mutexes are named, classed as
 // locks and have their waiters' sites.
 func TestExactWaitsMatchTheProgramsOwnCount(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("exact futex waits need root or CAP_PERFMON: run the tests as root (make test does)")
-	}
+	testnative.RequireExactWaits(t)
 	p := testnative.Start(t, "counted_waits", "1000", "3")
 	counted := p.Value("COUNTED")
 	s, err := NewSampler(Options{PID: p.PID, Interval: 200 * time.Millisecond, ExactWaits: ExactOn})
@@ -86,9 +83,7 @@ func TestExactWaitsMatchTheProgramsOwnCount(t *testing.T) {
 // A target with more threads than the tracer follows (each costs a kernel
 // ring) is sampled instead, and says so; --exact-waits on refuses it.
 func TestExactWaitsBoundedByThreads(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("exact futex waits need root or CAP_PERFMON: run the tests as root (make test does)")
-	}
+	testnative.RequireExactWaits(t)
 	p := testnative.Start(t, "many_threads", strconv.Itoa(maxExactThreads+50))
 	_, err := NewSampler(Options{PID: p.PID, ExactWaits: ExactOn})
 	require.Error(t, err)
@@ -104,9 +99,7 @@ func TestExactWaitsBoundedByThreads(t *testing.T) {
 // threads: a second target that does not fit beside the first is sampled
 // (and says why), and is traced once the first's sampler has closed.
 func TestExactWaitsBudgetSharedByTargets(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("exact futex waits need root or CAP_PERFMON: run the tests as root (make test does)")
-	}
+	testnative.RequireExactWaits(t)
 	big := testnative.Start(t, "many_threads", "1500")
 	small := testnative.Start(t, "many_threads", "600")
 	first, err := NewSampler(Options{PID: big.PID, ExactWaits: ExactOn})

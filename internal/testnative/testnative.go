@@ -310,3 +310,14 @@ func (p *Process) Request(t testing.TB, sig syscall.Signal, prefix string) map[s
 	}
 	return fields
 }
+
+// RequireExactWaits fails the test unless it runs as root, which the
+// kernel's futex tracepoints need (or CAP_PERFMON, which make test does
+// not set up): the tests of exact waits are not skipped, since CI runs as
+// root.
+func RequireExactWaits(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("exact futex waits need root or CAP_PERFMON: run the tests as root (make test does)")
+	}
+}
