@@ -116,6 +116,18 @@ func TestSamplerStopsWaitingForAnEarlyDump(t *testing.T) {
 	p, _ := startLoggingDumps(t, testjvm.JDK17(t), "20")
 	require.NoError(t, syscall.Kill(p.PID, syscall.SIGSTOP))
 	defer syscall.Kill(p.PID, syscall.SIGCONT)
+	// SIGSTOP takes effect thread by thread: until every thread is
+	// stopped, the attach listener may still answer (a clean-clone CI run
+	// got the dump 4 ms later).
+	require.Eventually(t, func() bool {
+		ts := testjvm.ThreadStates(p.PID)
+		for _, th := range ts {
+			if th.State != 'T' && th.State != 't' {
+				return false
+			}
+		}
+		return len(ts) > 0
+	}, 10*time.Second, 10*time.Millisecond, "every thread of the JVM stopped")
 
 	jvm.StartEarlyDump("/proc", p.PID)
 	s, err := sample.NewSampler(sample.Options{PID: p.PID, Count: 1})
