@@ -140,7 +140,7 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 	f.DurationVarP(&opts.Interval, "interval", "i", time.Second, "time between samples")
 	f.DurationVarP(&opts.Duration, "duration", "d", 0, "stop after this long (0: until Ctrl-C or the target exits)")
 	f.IntVarP(&opts.Count, "count", "n", 0, "stop after this many samples (0: no limit)")
-	f.IntVar(&opts.Port, "port", 0, "count only connections to this local server port")
+	f.IntVar(&opts.Port, "port", 0, "count only TCP connections to this local server port (clients on the target's Unix sockets always count)")
 	f.StringVarP(&opts.Format, "format", "f", "text", "summary format: text or json")
 	f.IntVar(&opts.Top, "top", 10, "rows per table in the text summary")
 	opts.JVM.register(f)

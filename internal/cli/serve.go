@@ -117,7 +117,7 @@ func NewCmdServe(io IO, runF func(*ServeOptions) error) *cobra.Command {
 	f.StringVar(&opts.Name, "name", "", "serve every process whose name or command line matches this regular expression")
 	f.BoolVar(&opts.Java, "java", false, "serve every JVM on the host")
 	f.DurationVarP(&opts.Interval, "interval", "i", time.Second, "time between samples of each target")
-	f.IntVar(&opts.Port, "port", 0, "count only connections to this local server port")
+	f.IntVar(&opts.Port, "port", 0, "count only TCP connections to this local server port (clients on the target's Unix sockets always count)")
 	opts.JVM.register(f)
 	opts.Native.register(f)
 	f.Lookup("exact-waits").Usage = "native targets: count every futex wait with the kernel's tracepoints where the privilege allows (root or CAP_PERFMON): auto or off"

@@ -100,7 +100,7 @@ func NewCmdTop(io IO, runF func(*TopOptions) error) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&opts.Name, "name", "", "choose the target by a regular expression over process name and command line")
 	f.DurationVarP(&opts.Interval, "interval", "i", time.Second, "time between samples and screen refreshes")
-	f.IntVar(&opts.Port, "port", 0, "count only connections to this local server port")
+	f.IntVar(&opts.Port, "port", 0, "count only TCP connections to this local server port (clients on the target's Unix sockets always count)")
 	f.StringVar(&opts.HTML, "html", "", "where r writes the HTML report (default: ctprof-top-PID-TIME.html in the current directory)")
 	f.IntVar(&opts.Top, "top", 10, "rows per table in the summary printed after quitting")
 	f.StringVar(&opts.Follow, "follow", "", "show a log of thread dumps as it grows (FILE, or - for standard input) instead of a process")

@@ -54,9 +54,9 @@ var (
 		"Time the target's threads spent runnable but waiting for a CPU (schedstat) since ctprof started sampling it.")
 
 	descConnections = newDesc("ctprof_connections",
-		"Established TCP connections of the target at the last sample (only those to --port when given).")
+		"Connected clients of the target at the last sample: established TCP connections (only those to --port when given) plus the clients on the Unix sockets it listens on.")
 	descThreadsPerConnection = newDesc("ctprof_threads_per_connection",
-		"Threads of the target divided by its established TCP connections at the last sample.")
+		"Threads of the target divided by its connected clients (ctprof_connections) at the last sample.")
 
 	descLockBlockedThreads = newDesc("ctprof_lock_blocked_threads",
 		"Threads queued on a lock at the last sample, by lock (kind and class, or futex symbol) and the frame they wait in; the locks with the most blocked thread-seconds and 'other' for the rest.", "lock", "site")

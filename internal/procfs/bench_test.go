@@ -132,8 +132,9 @@ func BenchmarkThreadSweep(b *testing.B) {
 	})
 }
 
-// BenchmarkConnections reads a real loopback server's connections through
-// sock_diag netlink and through /proc/<pid>/net/tcp{,6}, in one run.
+// BenchmarkConnections reads a real loopback server's connections (its TCP
+// sockets and its Unix clients) through sock_diag netlink and through
+// /proc/<pid>/net/{tcp,tcp6,unix}, in one run.
 //
 //	go test -run '^$' -bench Connections -benchmem ./internal/procfs/
 func BenchmarkConnections(b *testing.B) {
@@ -148,7 +149,7 @@ func BenchmarkConnections(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		fs   FS
-	}{{"netlink", NewFS("/proc")}, {"proc-net-tcp", NewFS("/proc/")}} {
+	}{{"netlink", NewFS("/proc")}, {"proc-net", NewFS("/proc/")}} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {

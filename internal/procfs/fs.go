@@ -1,6 +1,7 @@
 // Package procfs reads what ctprof needs from a Linux /proc tree: per-thread
 // scheduling state and counters, futex waits named by ELF symbols, a
-// process's TCP connections, and host-wide context.
+// process's TCP connections and the clients on its Unix sockets, and
+// host-wide context.
 //
 // Every reader is a method on an FS rooted at a mount point, so tests can
 // point it at a fixture tree, and the per-tick thread sweep is written to

@@ -10,21 +10,43 @@ import (
 	"strconv"
 )
 
-// Connections are a process's TCP sockets at one instant.
+// Connections are a process's TCP sockets, and the clients on its Unix
+// sockets, at one instant.
 type Connections struct {
-	// Established counts established connections (only those whose local
-	// port is the chosen one, when a port was given).
+	// Established counts established TCP connections (only those whose
+	// local port is the chosen one, when a port was given) plus the
+	// inbound Unix clients (UnixEstablished), which a port does not
+	// filter: both are connected users to relate the thread count to. The
+	// Unix sockets the process connected itself (to syslog, D-Bus, a
+	// database) are not counted, as they are not its users.
 	Established int
 	// Inbound counts the established connections accepted on a port the
 	// process listens on: its connected clients, as opposed to
-	// connections it opened itself (to a database, say).
+	// connections it opened itself (to a database, say). It includes the
+	// inbound Unix clients.
 	Inbound int
-	// ByLocalPort counts established connections by local port.
+	// ByLocalPort counts established TCP connections by local port.
 	ByLocalPort map[int]int
-	// Listening are the ports the process listens on, ascending.
+	// Listening are the TCP ports the process listens on, ascending.
 	Listening []int
-	// Peers is the number of distinct remote addresses.
+	// Peers is the number of distinct remote TCP addresses (a Unix client
+	// has none).
 	Peers int
+	// UnixEstablished counts the inbound Unix clients: the process's
+	// connected stream (or seqpacket) Unix sockets named after a path it
+	// listens on, which is what accept() gives them. A client that hung
+	// up counts until the process closes its end: a Unix socket has no
+	// CLOSE_WAIT state to tell it apart. A JVM's attach listener
+	// (.java_pid<pid>) and its clients (ctprof's own thread dumps) are
+	// left out.
+	UnixEstablished int
+	// ByPath counts the inbound Unix clients by listening path (an
+	// abstract name as '@' and the rest, as ss shows it). Paths are the
+	// target's choice: arbitrary bytes, at most 108 of them.
+	ByPath map[string]int
+	// ListeningPaths are the Unix socket paths the process listens on,
+	// sorted.
+	ListeningPaths []string
 }
 
 // TCP states in /proc/net/tcp (include/net/tcp_states.h).
@@ -33,17 +55,38 @@ const (
 	tcpListen      = 0x0a
 )
 
-// Connections reads pid's TCP sockets: its socket inodes from fd/, joined
-// with the sockets of its network namespace — from sock_diag netlink when
-// it shares ctprof's namespace, otherwise from its own net/tcp and
-// net/tcp6, so a process in a container is seen from its side. port > 0 counts only connections whose
-// local port is port (the clients of one server port). Reading fd/ needs
-// the target's user or root: ErrPermission otherwise.
+// Connections reads pid's TCP and Unix sockets: its socket inodes from
+// fd/, joined with the sockets of its network namespace — from sock_diag
+// netlink when it shares ctprof's namespace, otherwise from its own
+// net/tcp, net/tcp6 and net/unix, so a process in a container is seen
+// from its side. port > 0 counts only TCP connections whose local port is
+// port (the clients of one server port); the inbound Unix clients count
+// whatever the port, since they are clients too. Reading fd/ needs the
+// target's user or root: ErrPermission otherwise.
 func (f FS) Connections(pid, port int) (*Connections, error) {
 	inodes, err := f.socketInodes(pid)
 	if err != nil {
 		return nil, err
 	}
+	sameNS := f.sameNetNS(pid)
+	c, err := f.tcpConnections(pid, port, inodes, sameNS)
+	if err != nil {
+		return nil, err
+	}
+	u, err := f.readUnixClients(pid, inodes, sameNS)
+	if err != nil {
+		return nil, err
+	}
+	c.UnixEstablished = u.inbound
+	c.ByPath = u.byPath
+	c.ListeningPaths = u.listening
+	c.Established += u.inbound
+	c.Inbound += u.inbound
+	return c, nil
+}
+
+// tcpConnections counts pid's TCP sockets among those of its namespace.
+func (f FS) tcpConnections(pid, port int, inodes map[uint64]struct{}, sameNS bool) (*Connections, error) {
 	c := &Connections{ByLocalPort: map[int]int{}}
 	peers := map[string]struct{}{}
 	type conn struct{ local int }
@@ -65,7 +108,7 @@ func (f FS) Connections(pid, port int) (*Connections, error) {
 		}
 	}
 	netlinkDone := false
-	if f.sameNetNS(pid) {
+	if sameNS {
 		switch err := tcpSocketsNetlink(visit); {
 		case err == nil:
 			netlinkDone = true

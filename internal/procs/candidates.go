@@ -18,8 +18,9 @@ type Candidate struct {
 	Name    string `json:"name"`
 	User    string `json:"user"`
 	Threads int    `json:"threads"`
-	// Established is the number of established TCP connections; -1 when
-	// the process's fds cannot be read.
+	// Established is the number of established TCP connections plus the
+	// clients on the Unix sockets the process listens on
+	// (procfs.Connections); -1 when the process's fds cannot be read.
 	Established int  `json:"established"`
 	JVM         bool `json:"jvm"`
 	// JVMUnknown: ctprof may not read the process's memory maps (another

@@ -34,9 +34,10 @@ import (
 // target's cgroup quotas (hostcpu.go); version 5 what each futex's lock
 // said of its holder (holder.go); version 6 the native user stacks of
 // the threads blocked in a system call (stack.go); version 7 what a tick
-// said of a stopped process or a JVM that did not answer (hung.go).
+// said of a stopped process or a JVM that did not answer (hung.go);
+// version 8 the clients on the target's Unix sockets (unixconns.go).
 // Older files are still read (what they lack reads as zero or empty).
-const FormatVersion = 7
+const FormatVersion = 8
 
 // Magic starts every recording; the version byte follows it.
 const Magic = "CTPROF-RECORDING\n"

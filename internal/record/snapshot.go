@@ -173,6 +173,9 @@ func encodeLater(e *encoder, s *snapshot.Snapshot) {
 	if e.version >= 7 {
 		encodeHung(e, s)
 	}
+	if e.version >= 8 && s.Connections != nil {
+		encodeUnixClients(e, s.Connections)
+	}
 }
 
 // encodeWaits writes the waits and GC pauses a JVM recorded (JFR), so a
@@ -319,6 +322,9 @@ func decodeLater(d *decoder, s *snapshot.Snapshot) {
 	if d.version >= 7 {
 		decodeHung(d, s)
 	}
+	if d.version >= 8 && s.Connections != nil {
+		decodeUnixClients(d, s.Connections)
+	}
 }
 
 // decodeThreads reads the /proc sample's threads into s.Threads and
@@ -409,7 +415,8 @@ func decodeFutexes(d *decoder, s *snapshot.Snapshot) {
 	}
 }
 
-// decodeConnections reads the process's TCP connections.
+// decodeConnections reads the process's TCP connections (from version 8
+// on, the counts include the Unix clients decodeUnixClients reads).
 func decodeConnections(d *decoder) *procfs.Connections {
 	c := &procfs.Connections{ByLocalPort: map[int]int{}}
 	c.Established = d.int()
