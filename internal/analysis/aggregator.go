@@ -115,6 +115,9 @@ type Aggregator struct {
 	// lock is RUNNABLE in the same Java frame dump after dump, and is not
 	// a stuck thread.
 	nativeLockThreads map[string]bool
+	// native follows a native target's waits by resource, with each
+	// blocked thread's verdict (nativeresources.go).
+	native nativeWaits
 
 	hung hungAgg // a stopped process, a JVM that does not answer (hung.go)
 }

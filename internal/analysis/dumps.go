@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
@@ -146,7 +147,7 @@ func (a *Aggregator) addDump(s *snapshot.Snapshot, dt time.Duration) dumpTick {
 	a.addJavaLocks(withoutSuspects(locks), a.dumpSpan(s), &tick, seq)
 	a.addDeadlocks(d, locks, seq)
 	a.addJavaThreads(d, s.Time, seq, ownersOfWaits(locks))
-	a.addStacks(d, tick.pools, tick.waitsOn)
+	a.addStacks(d, tick.pools, tick.waitsOn, jniThreads(s), s.Futexes)
 	a.noteLastWaits(locks, tick.waitsOn)
 
 	states := map[string]int{}
@@ -478,12 +479,23 @@ func appendStackKey(b []byte, t *threaddump.Thread) []byte {
 
 // addStacks counts the dump's stacks; pools are PoolName of the names of
 // d.Threads, by index.
-func (a *Aggregator) addStacks(d *threaddump.Dump, pools []string, waitsOn map[*threaddump.Thread]string) {
+func (a *Aggregator) addStacks(d *threaddump.Dump, pools []string, waitsOn map[*threaddump.Thread]string, native map[int64]*procfs.Thread, futexes []snapshot.FutexWait) {
 	// Threads with one stack often share one Frames slice: its key is
 	// built and looked up once.
 	byRef := map[stackRef]*FoldedStack{}
 	count := func(t *threaddump.Thread, pool string) {
 		if len(t.Frames) == 0 {
+			return
+		}
+		if nt := native[t.OSThreadID]; nt != nil {
+			// A thread blocked in a native method's code: its Java
+			// frames go on into the native ones the sampler unwound,
+			// counted at its native resource when it is contended.
+			lock := waitsOn[t]
+			if lock == "" {
+				lock = a.jniResource(nt, futexes)
+			}
+			countStack(a.jniFoldedStack(t.Frames, nt.Stack), StackLabel{State: stateName(t.State), Pool: pool}, lock)
 			return
 		}
 		r := stackRef{&t.Frames[0], len(t.Frames)}
@@ -616,4 +628,42 @@ func copyStack(s *FoldedStack) *FoldedStack {
 		}
 	}
 	return c
+}
+
+// jniThreads are the threads of a JVM's sample with native stacks (its
+// threads queued on or holding a JNI library's lock), by OS thread id;
+// nil when there are none.
+func jniThreads(s *snapshot.Snapshot) map[int64]*procfs.Thread {
+	if s.Target.Kind != snapshot.KindJVM {
+		return nil
+	}
+	var out map[int64]*procfs.Thread
+	for i := range s.Threads {
+		if len(s.Threads[i].Stack) > 0 {
+			if out == nil {
+				out = map[int64]*procfs.Thread{}
+			}
+			out[int64(s.Threads[i].TID)] = &s.Threads[i]
+		}
+	}
+	return out
+}
+
+// jniFoldedStack is the stack table's entry of Java frames (top first)
+// continued by native frames (innermost first) above them.
+func (a *Aggregator) jniFoldedStack(fr []threaddump.Frame, st []procfs.StackFrame) *FoldedStack {
+	frames := make([]string, 0, len(fr)+len(st))
+	for i := len(fr) - 1; i >= 0; i-- {
+		frames = append(frames, fr[i].Function())
+	}
+	for i := len(st) - 1; i >= 0; i-- {
+		frames = append(frames, st[i].Name())
+	}
+	key := strings.Join(frames, ";")
+	fs := a.stacks[key]
+	if fs == nil {
+		fs = &FoldedStack{Frames: frames, ByLabel: map[StackLabel]int{}}
+		a.stacks[key] = fs
+	}
+	return fs
 }

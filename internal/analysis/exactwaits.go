@@ -112,6 +112,9 @@ func (a *Aggregator) addFutexTrace(ft *snapshot.FutexTrace) {
 	r.cost += ft.Cost
 	for i := range ft.Futexes {
 		f := &ft.Futexes[i]
+		if f.Waits > 0 {
+			a.addExactToResources(f)
+		}
 		if f.Kind == snapshot.FutexCondition || f.Waits <= 0 {
 			continue
 		}

@@ -93,6 +93,18 @@ func deadlockFindings(s *Summary) []Finding {
 func resourceFindings(s *Summary) (out []Finding, covered map[string]bool) {
 	covered = map[string]bool{}
 	for _, cs := range s.ContentionSites {
+		if cs.Native {
+			// A condition's waiters have no lock instance to speak for
+			// them; a mutex's one instance does (futexFinding).
+			if cs.Striped || cs.Instances <= 1 && !cs.Ownerless {
+				continue
+			}
+			if f, ok := nativeResourceFinding(cs, s); ok {
+				out = append(out, f)
+				covered[cs.ID] = true
+			}
+			continue
+		}
 		if cs.Striped || cs.Instances <= 1 {
 			continue
 		}

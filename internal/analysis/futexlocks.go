@@ -80,7 +80,7 @@ func sporadic(l LockSummary, samples int) bool {
 // whole interval, and queued thread-seconds must never exceed the time the
 // threads were off the CPU. A thread the previous sample did not see (the
 // first sample, a new thread) has no measured interval and adds nothing.
-func (a *Aggregator) addFutexLocks(s *snapshot.Snapshot, dt time.Duration, names func(tid int) string) map[string][]int {
+func (a *Aggregator) addFutexLocks(s *snapshot.Snapshot, dt time.Duration, names func(tid int) string, verdicts []*nativeVerdict) map[string][]int {
 	waiters := map[string][]int{}
 	now := map[string]int{}
 	var threads map[int]int // tid → index in s.Threads, built on first use
@@ -101,12 +101,42 @@ func (a *Aggregator) addFutexLocks(s *snapshot.Snapshot, dt time.Duration, names
 		}
 		return &s.Threads[i], ta
 	}
+	verdict := func(tid int) *nativeVerdict {
+		thread(tid) // builds the index
+		if i, ok := threads[tid]; ok && i < len(verdicts) {
+			return verdicts[i]
+		}
+		return nil
+	}
 	for _, fw := range s.Futexes {
 		if fw.Kind == snapshot.FutexCondition {
 			a.os.addCondition(fw)
 			continue
 		}
+		// The resource its waiters count at: one a waiter's stack named
+		// rather than the word's own name, which stands in for a site
+		// only while no stack has named one.
+		site, stacked, judged := "", false, 0
+		for _, tid := range fw.TIDs {
+			if v := verdict(tid); v != nil && v.w.Kind != "" {
+				judged++
+				if v.resource != "" && (site == "" || !stacked && v.w.Site != "") {
+					site, stacked = v.resource, v.w.Site != ""
+				}
+			}
+		}
+		if judged == len(fw.TIDs) && site == "" {
+			// A futex the sweep could not class whose every waiter the
+			// wait rule finds idle (a runtime's parked threads, a loop's
+			// own event word): not a lock.
+			a.os.addCondition(fw)
+			continue
+		}
 		la := a.futexLock(fw.Address, fw.Location, fw.Kind)
+		if site != "" && (stacked || la.nativeSite == "") {
+			la.nativeSite = site
+			a.noteSiteHolder(site, fw, thread)
+		}
 		addr := fmt.Sprintf("0x%x", fw.Address)
 		n := len(fw.TIDs)
 		la.noteKind("futex", n)
@@ -116,7 +146,9 @@ func (a *Aggregator) addFutexLocks(s *snapshot.Snapshot, dt time.Duration, names
 			t, ta := thread(tid)
 			a.noteNativeLockThread(ta)
 			la.blockedSeconds += asleepSeconds(ta, dt)
-			if t != nil {
+			if v := verdict(tid); v != nil && v.w.Site != "" {
+				la.waitFrames.inc(v.w.Site, 1)
+			} else if t != nil {
 				la.waitFrames.inc(nativeWaitSite(t.Stack), 1)
 			}
 		}
@@ -151,6 +183,26 @@ func (a *Aggregator) addFutexLocks(s *snapshot.Snapshot, dt time.Duration, names
 		}
 	}
 	return waiters
+}
+
+// noteSiteHolder counts what the holder of a contended native lock did
+// at its resource: the resource's holders, as a Java resource's are its
+// owners' frames.
+func (a *Aggregator) noteSiteHolder(site string, fw snapshot.FutexWait, thread func(int) (*snapshot.OSThread, *osThreadAgg)) {
+	sa := a.native.sites[site]
+	h := fw.Holder
+	if sa == nil || h == nil || h.TID == 0 {
+		return
+	}
+	t, _ := thread(h.TID)
+	if t == nil {
+		return
+	}
+	_, act := holderActivity(t)
+	if ws := nativeWaitSite(t.Stack); ws != "" && t.State != 'R' {
+		act += " at " + ws
+	}
+	sa.holders.inc(act, 1)
 }
 
 // asleepSeconds is the part of the interval dt that the thread ta spent

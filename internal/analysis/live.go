@@ -140,6 +140,11 @@ type osThreadAgg struct {
 	// those that showed it running work or queued on a contended
 	// resource: a thread busy in more than a quarter of them is no poller.
 	javaDumps, busyDumps int
+	// nativeSeen counts the samples of a native target that classed the
+	// thread, and nativeBusy those that saw it running, or waiting inside
+	// its work (contention, I/O): a thread busy in more than a quarter of
+	// them is no poller either.
+	nativeSeen, nativeBusy int
 }
 
 type condAgg struct {
@@ -285,8 +290,16 @@ func (a *Aggregator) addLive(s *snapshot.Snapshot, dt time.Duration, tick dumpTi
 	if s.Connections != nil {
 		o.conns = s.Connections
 	}
-	futexWaiters := a.addFutexLocks(s, dt, o.curNames(s))
-	a.addNativeStacks(s, lockOfWaiters(futexWaiters))
+	verdicts := a.classifyNative(s)
+	a.addNativeSites(s, verdicts, dt)
+	futexWaiters := a.addFutexLocks(s, dt, o.curNames(s), verdicts)
+	lockOf := lockOfWaiters(futexWaiters)
+	a.addNativeStacks(s, lockOf, verdicts)
+	if s.Target.Kind != snapshot.KindJVM {
+		a.noteLastNative(s, verdicts, lockOf)
+	} else {
+		a.noteJNI(s, verdicts, lockOf)
+	}
 	a.addPools(s, futexWaiters)
 	a.addLiveSeries(s, running)
 }

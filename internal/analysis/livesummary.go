@@ -122,9 +122,13 @@ func (a *Aggregator) liveSummary(s *Summary, full bool) {
 func (a *Aggregator) liveConnections(s *Summary) {
 	o := a.os
 	if c := o.conns; c != nil {
-		cs := &ConnectionSummary{Established: c.Established, ByPort: map[string]int{}, Listening: append([]int{}, c.Listening...), Peers: c.Peers}
+		cs := &ConnectionSummary{Established: c.Established, ByPort: map[string]int{}, Listening: append([]int{}, c.Listening...), Peers: c.Peers,
+			ByPath: map[string]int{}, ListeningPaths: append([]string{}, c.ListeningPaths...)}
 		for p, n := range c.ByLocalPort {
 			cs.ByPort[fmt.Sprint(p)] = n
+		}
+		for p, n := range c.ByPath {
+			cs.ByPath[p] = n
 		}
 		s.Connections = cs
 		s.ThreadsPerConnection = a.threadsPerConnection(o.lastThreads, c.Established)
@@ -333,7 +337,7 @@ func (a *Aggregator) wakeups(wall, hostPerSecond float64) []Wakeup {
 		if rate < wakeupMinPerSecond || cpu >= wakeupMaxCPU || !timed {
 			continue
 		}
-		if 4*ta.busyDumps > ta.javaDumps {
+		if 4*ta.busyDumps > ta.javaDumps || 4*ta.nativeBusy > ta.nativeSeen {
 			// The dumps saw it run work or queue on a contended resource
 			// in more than a quarter of them: its wake-ups are work or
 			// contention, not polling. A poller that takes a lock for a

@@ -51,7 +51,9 @@ type lockAgg struct {
 	futexKind string
 	futex     *futexAgg
 	exact     *exactAgg // the kernel's counts (exactwaits.go)
-	fast      *fastAgg  // the fast reads' sightings (fastreads.go)
+	// nativeSite is the native resource its waiters were last counted at.
+	nativeSite string
+	fast       *fastAgg // the fast reads' sightings (fastreads.go)
 
 	waiters *downsampled
 
@@ -679,6 +681,8 @@ func (a *Aggregator) lockSummaries() []LockSummary {
 		ls.DumpsSeen = la.samples
 		if la.kind != "futex" {
 			ls.Site = siteID(la.kind, la.class, la.site)
+		} else {
+			ls.Site = la.nativeSite
 		}
 		if len(la.addresses) > 1 {
 			ls.Addresses = append([]string{}, la.addresses...)
@@ -746,15 +750,7 @@ func (a *Aggregator) contentionSites() []ContentionSite {
 		}
 		out = append(out, cs)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		x, y := out[i], out[j]
-		if x.Waiters != y.Waiters {
-			return x.Waiters > y.Waiters
-		}
-		if x.BlockedThreadSeconds != y.BlockedThreadSeconds {
-			return x.BlockedThreadSeconds > y.BlockedThreadSeconds
-		}
-		return x.ID < y.ID
-	})
+	out = append(out, a.nativeContentionSites()...)
+	sortContentionSites(out)
 	return out
 }

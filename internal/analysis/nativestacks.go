@@ -3,6 +3,7 @@ package analysis
 import (
 	"strings"
 
+	"github.com/ctprof/ctprof/internal/nativewait"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
 )
@@ -16,23 +17,19 @@ import (
 const nativeSiteFrames = 2
 
 // nativeWaitSite is where a blocked thread's own code waits: the first
-// frames outside the module the thread blocks in. The innermost frame is
-// in the code that makes the system call (the C library's lock, condition
-// or sleep), which every waiter shares; the first frame in another module
-// is the caller that asked to wait ("post_entry ← worker_loop"). In a
-// binary with the C library linked in (one module) the frame after the
-// innermost one is the site. "" without a stack.
+// frames of the program above the waiting machinery (the native wait
+// rule's site, internal/nativewait): "post_entry ← worker_loop". A stack
+// with no frame of the program (a binary with the C library linked in, a
+// runtime thread) names the frames after the innermost one. "" without a
+// stack.
 func nativeWaitSite(st []procfs.StackFrame) string {
 	if len(st) == 0 {
 		return ""
 	}
-	i := 1
-	for i < len(st) && st[i].Module == st[0].Module {
-		i++
+	if site := nativewait.Site(st); site != "" {
+		return site
 	}
-	if i == len(st) {
-		i = min(1, len(st)-1)
-	}
+	i := min(1, len(st)-1)
 	return joinFrames(st[i:min(len(st), i+nativeSiteFrames)])
 }
 
@@ -65,7 +62,7 @@ func nativeStackNames(st []procfs.StackFrame) []string {
 // (lockOf: tid → lock ID) as BLOCKED on that lock, any other blocked
 // thread as WAITING. A JVM's stacks come from its thread dumps; the few
 // native stacks of its JNI lock waiters show in the lock table only.
-func (a *Aggregator) addNativeStacks(s *snapshot.Snapshot, lockOf map[int]string) {
+func (a *Aggregator) addNativeStacks(s *snapshot.Snapshot, lockOf map[int]string, verdicts []*nativeVerdict) {
 	if s.Target.Kind == snapshot.KindJVM || s.Dump != nil {
 		return
 	}
@@ -77,7 +74,14 @@ func (a *Aggregator) addNativeStacks(s *snapshot.Snapshot, lockOf map[int]string
 		}
 		fs := a.nativeFoldedStack(t.Stack)
 		state, lock := "WAITING", lockOf[t.TID]
-		if lock != "" {
+		if i < len(verdicts) && verdicts[i] != nil && verdicts[i].resource != "" {
+			// Contention by the wait rule: counted at its lock when the
+			// lock table has one, else at its resource.
+			state = "BLOCKED"
+			if lock == "" {
+				lock = verdicts[i].resource
+			}
+		} else if lock != "" {
 			state = "BLOCKED"
 		}
 		pool := ""

@@ -282,6 +282,13 @@ type ContentionSite struct {
 	// JFR is what a recording measured here, over all instances; absent
 	// without one. A resource only the recording saw has dumps_seen 0.
 	JFR *JFRResourceWaits `json:"jfr,omitempty"`
+	// Native marks a native resource: Kind is the primitive ("mutex",
+	// "rwlock", "condition", "semaphore", "futex"), Class the module of
+	// the wait site, and its counts are over the /proc samples.
+	Native bool `json:"native,omitempty"`
+	// Exact is what the kernel counted of a native resource's waits
+	// (attach --exact-waits); absent without it.
+	Exact *ExactResourceWaits `json:"exact,omitempty"`
 }
 
 // FrameCount is a frame and the number of samples that showed it.
@@ -316,13 +323,22 @@ type HostSummary struct {
 	ProcsBlocked int     `json:"procs_blocked"`
 }
 
-// ConnectionSummary counts the target's established TCP connections.
+// ConnectionSummary counts the target's established TCP connections and
+// the clients on its Unix sockets.
 type ConnectionSummary struct {
+	// Established is the TCP connections plus the Unix clients (ByPath's
+	// sum): the connected users threads per connection divides by.
 	Established int `json:"established"`
 	// ByPort maps a local port (as a string, for JSON) to its count.
 	ByPort    map[string]int `json:"by_port"`
 	Listening []int          `json:"listening"`
 	Peers     int            `json:"peers"`
+	// ByPath maps a Unix socket path the target listens on to its
+	// connected clients ('@' starts an abstract name). Paths are the
+	// target's bytes: escape them where shown.
+	ByPath map[string]int `json:"by_path"`
+	// ListeningPaths are the Unix socket paths the target listens on.
+	ListeningPaths []string `json:"listening_paths"`
 }
 
 // ThreadsPerConnection relates thread count to connected users.

@@ -47,6 +47,9 @@ func (a *Aggregator) threadWaits() []ThreadWait {
 	out := []ThreadWait{}
 	d := a.lastDump
 	if d == nil {
+		if a.os.samples > 0 {
+			return a.nativeThreadWaits()
+		}
 		return out
 	}
 	type entry struct {
@@ -82,6 +85,17 @@ func (a *Aggregator) threadWaits() []ThreadWait {
 			if e, ok := queued[t]; ok {
 				tw.Reason = queuedReason(e.w, e.li)
 				tw.Frame = waitFrame(e.w)
+			}
+		case t.State == threaddump.StateRunnable && a.native.jni[int(t.OSThreadID)] != nil:
+			// RUNNABLE in a native method, blocked in the library's code:
+			// classed by its native stack (the native wait rule).
+			v := a.native.jni[int(t.OSThreadID)]
+			tw.Verdict, tw.Reason, tw.Resource = v.w.Verdict, v.w.Reason, v.resource
+			if v.w.Site != "" {
+				tw.Frame = v.w.Site
+			}
+			if tw.Verdict == VerdictContention {
+				tw.Lock = a.native.jniLock[int(t.OSThreadID)]
 			}
 		case t.State == threaddump.StateRunnable:
 			if len(t.Frames) == 0 || !isIdleFrame(t.Frames[0].String()) {

@@ -385,8 +385,10 @@ type resource struct {
 	jfrMost int64
 }
 
-// resourcesOf lists a run's resources by key: its contention sites, and
-// its futex locks by symbol (a futex's address differs from run to run).
+// resourcesOf lists a run's resources by key: its contention sites (native
+// ones included), and the futex locks no native resource counts (a
+// summary from before native resources, a lock whose waiters had no
+// stack) by symbol (a futex's address differs from run to run).
 func resourcesOf(s *analysis.Summary) map[string]*resource {
 	out := map[string]*resource{}
 	for _, cs := range s.ContentionSites {
@@ -403,7 +405,14 @@ func resourcesOf(s *analysis.Summary) map[string]*resource {
 		out[id] = &resource{id: id, kind: cs.Kind, class: cs.Class, frame: cs.WaitFrame,
 			avg: cs.AvgWaiters, share: cs.BlockedShare, seconds: cs.BlockedThreadSeconds, peak: cs.Waiters, jfr: cs.JFR}
 	}
+	sites := make(map[string]bool, len(s.ContentionSites))
+	for _, cs := range s.ContentionSites {
+		sites[cs.ID] = true
+	}
 	for _, l := range s.Locks {
+		if l.Kind == "futex" && l.Site != "" && sites[l.Site] {
+			continue // counted at its native resource
+		}
 		if l.Kind == "futex" {
 			id := "futex|" + l.Class
 			r := out[id]

@@ -215,9 +215,9 @@ func TimedWait(t *Thread) bool {
 		cmd := a[1] & futexCmdMask
 		return (cmd == futexWait || cmd == futexWaitBitset) && a[3] != 0 && classifyFutex(a[1], a[2], Location{}) != FutexLock
 	case sysEpollWait, unix.SYS_EPOLL_PWAIT:
-		return int32(a[3]) >= 0 // timeout in ms; -1 waits forever
+		return shortTimeout(int32(a[3])) // timeout in ms; -1 waits forever
 	case sysPoll:
-		return int32(a[2]) >= 0
+		return shortTimeout(int32(a[2]))
 	case unix.SYS_PPOLL:
 		return a[2] != 0 // a pointer to the timeout: NULL waits forever
 	case unix.SYS_PSELECT6, sysSelect:
@@ -225,6 +225,11 @@ func TimedWait(t *Thread) bool {
 	}
 	return false
 }
+
+// shortTimeout reports a timeout in milliseconds that a poller would use:
+// a wait bounded by minutes or hours (a server's idle-connection timeout,
+// MariaDB's 8 hours) ends with the client's next request, not by itself.
+func shortTimeout(ms int32) bool { return ms >= 0 && ms <= 1000 }
 
 // stackOwners tells which thread's stack an anonymous mapping is: the
 // thread whose stack pointer, as its blocked system call left it, lies in

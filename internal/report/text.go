@@ -90,16 +90,34 @@ func writeLiveHeader(tw *textWriter, s *analysis.Summary) {
 }
 
 // writeConnections prints the header's connections line: how many, to
-// which ports, what the process listens on, and how the thread count
-// follows the connection count (the sign of a thread-per-connection
-// server).
+// which ports and Unix socket paths, what the process listens on, and how
+// the thread count follows the connection count (the sign of a
+// thread-per-connection server). Paths are the target's bytes: escaped.
 func writeConnections(tw *textWriter, s *analysis.Summary, c *analysis.ConnectionSummary) {
 	tw.printf("connections: %d established", c.Established)
+	var by []string
 	if len(c.ByPort) > 0 {
-		tw.printf(" (%s)", formatPorts(c.ByPort))
+		by = append(by, formatPorts(c.ByPort))
 	}
+	if len(c.ByPath) > 0 {
+		by = append(by, formatPaths(c.ByPath))
+	}
+	if len(by) > 0 {
+		tw.printf(" (%s)", strings.Join(by, ", "))
+	}
+	var listening []string
 	if len(c.Listening) > 0 {
-		tw.printf("; listening on %s", joinInts(c.Listening))
+		listening = append(listening, joinInts(c.Listening))
+	}
+	for i, p := range c.ListeningPaths {
+		if i == 5 {
+			listening = append(listening, "…")
+			break
+		}
+		listening = append(listening, Terminal(p))
+	}
+	if len(listening) > 0 {
+		tw.printf("; listening on %s", strings.Join(listening, ", "))
 	}
 	if tpc := s.ThreadsPerConnection; tpc != nil {
 		tw.printf("; %.1f threads per connection", tpc.Ratio)
@@ -587,6 +605,25 @@ func formatPorts(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
+// formatPaths lists the Unix clients by listening path, most first, as
+// formatPorts lists ports.
+func formatPaths(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || m[keys[i]] == m[keys[j]] && keys[i] < keys[j] })
+	var parts []string
+	for i, k := range keys {
+		if i == 5 {
+			parts = append(parts, "…")
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d", Terminal(k), m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
 func joinInts(v []int) string {
 	parts := make([]string, len(v))
 	for i, n := range v {
@@ -612,13 +649,21 @@ func writeResources(tw *textWriter, s *analysis.Summary, top int) {
 	if len(s.ContentionSites) == 0 {
 		return
 	}
-	tw.printf("RESOURCES (what threads wait for: a class at the frame where they call in, over all its instances)\n")
+	if s.ContentionSites[0].Native {
+		tw.printf("RESOURCES (what threads wait for: a kind of primitive at the frames where they wait, over every address waited on)\n")
+	} else {
+		tw.printf("RESOURCES (what threads wait for: a class at the frame where they call in, over all its instances)\n")
+	}
 	for i, c := range s.ContentionSites {
 		if i == top {
 			tw.printf("  … %d more\n", len(s.ContentionSites)-top)
 			break
 		}
-		tw.printf("  %3d waiting  %s %s at %s\n", c.Waiters, c.Kind, T(c.Class), T(c.WaitFrame))
+		in := " "
+		if c.Native {
+			in = " in "
+		}
+		tw.printf("  %3d waiting  %s%s%s at %s\n", c.Waiters, c.Kind, in, T(c.Class), T(c.WaitFrame))
 		if c.JFR != nil {
 			where := ""
 			if c.DumpsSeen == 0 {
@@ -629,7 +674,16 @@ func writeResources(tw *textWriter, s *analysis.Summary, top int) {
 				continue
 			}
 		}
-		if s.Dumps > 1 {
+		if x := c.Exact; x != nil {
+			tw.printf("               the kernel counted %d waits (%.0f a second), %.1f s of waiting\n", x.Waits, x.PerSecond, x.WaitSeconds)
+		}
+		if c.Native && s.Samples > 1 {
+			tw.printf("               avg %.2f waiters, waiting in %.0f%% of samples (%d of %d)", c.AvgWaiters, 100*c.BlockedShare, c.DumpsSeen, s.Samples)
+			if c.BlockedThreadSeconds > 0 {
+				tw.printf(", %.1f thread-seconds", c.BlockedThreadSeconds)
+			}
+			tw.printf("\n")
+		} else if s.Dumps > 1 {
 			tw.printf("               avg %.2f waiters, blocked in %.0f%% of dumps (%d of %d)", c.AvgWaiters, 100*c.BlockedShare, c.DumpsSeen, s.Dumps)
 			if c.BlockedThreadSeconds > 0 {
 				tw.printf(", %.1f thread-seconds", c.BlockedThreadSeconds)

@@ -49,7 +49,7 @@ func TestNativeLockScreens(t *testing.T) {
 		keys []string
 		want []string
 	}{
-		{"native-locks-120x40", nil, []string{"waiting for: 2 on futex ", "global_lock", "[heap]+0x2a0", "shared memory (anonymous)+0x0"}},
+		{"native-locks-120x40", nil, []string{"waiting for: 7 at convoy (mutex, avg 6.2, 4 instances)", "global_lock", "[heap]+0x2a0", "shared memory (anonymous)+0x0"}},
 		{"native-lock-holder-120x40", []string{"enter"}, []string{"Holder: ", "(tid ", "mutex)", "What the holder did while holding it",
 			"  stack     clock_nanosleep", "convoy", "Waiters wait at (samples):"}},
 	} {

@@ -129,10 +129,17 @@ func waitingFor(s *analysis.Summary) string {
 			break
 		}
 		frame := cs.WaitFrame
-		if i := strings.IndexByte(frame, '('); i > 0 {
+		if i := strings.IndexByte(frame, '('); i > 0 && !cs.Native {
 			frame = frame[:i]
 		}
-		p := fmt.Sprintf("%d at %s (%s, avg %s", cs.CurrentWaiters, lastParts(frame, 2), lastParts(cs.Class, 1), num(cs.AvgWaiters))
+		p := ""
+		if cs.Native {
+			// A native resource: its site as the stacks name it (or the
+			// futex word's name, without a stack) and its primitive.
+			p = fmt.Sprintf("%d at %s (%s, avg %s", cs.CurrentWaiters, nativeSiteShort(frame), cs.Kind, num(cs.AvgWaiters))
+		} else {
+			p = fmt.Sprintf("%d at %s (%s, avg %s", cs.CurrentWaiters, lastParts(frame, 2), lastParts(cs.Class, 1), num(cs.AvgWaiters))
+		}
 		if cs.Instances > 1 {
 			p += fmt.Sprintf(", %d instances", cs.Instances)
 		}
@@ -145,6 +152,22 @@ func waitingFor(s *analysis.Summary) string {
 		return "waiting for: no resource"
 	}
 	return "waiting for: " + strings.Join(parts, "  ")
+}
+
+// nativeSiteShort is a native wait site's frames without their parameters
+// ("lock_wait ← row_search_mvcc" of "lock_wait(que_thr_t*) ←
+// row_search_mvcc(…)"), or a futex word's name as it is.
+func nativeSiteShort(site string) string {
+	if strings.HasPrefix(site, "futex ") {
+		return site
+	}
+	frames := strings.Split(site, " ← ")
+	for i, f := range frames {
+		if j := strings.IndexByte(f, '('); j > 0 {
+			frames[i] = f[:j]
+		}
+	}
+	return strings.Join(frames, " ← ")
 }
 
 // lastParts keeps the last n dot-separated parts of a name:

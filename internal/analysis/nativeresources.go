@@ -1,0 +1,611 @@
+package analysis
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctprof/ctprof/internal/nativewait"
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/snapshot"
+	"golang.org/x/sys/unix"
+)
+
+// Native resources: what a native target's threads wait for, by wait site
+// and kind of primitive over all the addresses waited on (a condition per
+// transaction is one resource with many waiters), with each thread's
+// verdict from the native wait rule (internal/nativewait). The resource's
+// key holds no address, so it is the same after a restart and on every
+// host that runs the binary; the lock table keeps the instances (holder,
+// exact waits, address) as detail.
+
+// nativeVerdict is one blocked thread's verdict at one sample.
+type nativeVerdict struct {
+	w nativewait.Wait
+	// resource is the contention site a contended thread counts at, and
+	// addr the futex word (0 when not a futex wait).
+	resource string
+	addr     uint64
+}
+
+// nativeCacheKey says a thread's verdict can be reused: the sampler keeps
+// a thread's stack slice while the thread has not moved, so the same
+// stack, system call and futex class give the same verdict.
+type nativeCacheKey struct {
+	stack   *procfs.StackFrame
+	depth   int
+	syscall int
+	futex   procfs.FutexKind
+	state   byte
+	arg1    uint64
+}
+
+// nativeWaits follows the native wait model over the run.
+type nativeWaits struct {
+	sites map[string]*nativeSiteAgg
+	cache map[nativeCacheKey]nativewait.Wait
+	// tramp learns the process's own thread-start wrappers; cacheGen is
+	// its generation the cache was filled at.
+	tramp    nativewait.Trampolines
+	cacheGen int
+	// byPlace remembers each thread's verdict at the wait its stack was
+	// last unwound in (the system call, the futex word and operation): a
+	// thread found in the same wait again without a stack (it woke while
+	// the sampler read it, and blocked again on the same word) waits at
+	// the same site. A recording keeps what this reads, so a replay
+	// judges as the live run did.
+	byPlace map[int]placedVerdict
+	// last is the latest sample's verdicts of its blocked threads, for
+	// waits[]; lastNames their names and states.
+	last       []lastNativeWait
+	lastLockOf map[int]string
+	// jni are a JVM's latest native verdicts (its JNI lock waiters and
+	// holders, the threads the sampler unwound), by OS thread id.
+	jni     map[int]*nativeVerdict
+	jniLock map[int]string
+}
+
+// lastNativeWait is a blocked thread of the latest native sample.
+type lastNativeWait struct {
+	tid   int
+	name  string
+	state byte
+	v     nativeVerdict
+}
+
+// placedVerdict is a verdict with the wait its stack was read in.
+type placedVerdict struct {
+	start    uint64
+	syscall  int
+	word, op uint64
+	w        nativewait.Wait
+}
+
+// nativeSiteAgg is one native resource over the run.
+type nativeSiteAgg struct {
+	id, kind, module, site string
+	addrs                  map[uint64]bool // distinct addresses (bounded)
+	instanceCount          int
+	peakInstances          int
+	peakWaiters, maxOnOne  int
+	current, waiterSum     int
+	samples                int
+	blocked                float64
+	waiterNames            []string
+	pool                   string
+	poolThreads            int
+	poolWaiting            int
+	holders                boundedCounts
+	// exactWaits and exactNanos are what the kernel counted here
+	// (addExactToResources).
+	exactWaits, exactNanos float64
+}
+
+// maxNativeSites bounds the native resource table; maxNativeCache the
+// verdict cache (rebuilt every sample from the threads it saw).
+const (
+	maxNativeSites = 256
+	maxNativeCache = 1 << 14
+)
+
+// classifyNative gives every blocked thread of a native sample its
+// verdict; futexKind maps a tid to the sweep's class of its futex wait.
+// It returns the verdicts by index into s.Threads (nil entries: running).
+func (a *Aggregator) classifyNative(s *snapshot.Snapshot) []*nativeVerdict {
+	nw := &a.native
+	kinds := make(map[int]procfs.FutexKind, 16)
+	addrs := make(map[int]uint64, 16)
+	for _, fw := range s.Futexes {
+		for _, tid := range fw.TIDs {
+			kinds[tid], addrs[tid] = fw.Kind, fw.Address
+		}
+	}
+	jvm := s.Target.Kind == snapshot.KindJVM
+	procName := ""
+	if !jvm {
+		for i := range s.Threads {
+			if st := s.Threads[i].Stack; len(st) > 0 {
+				nw.tramp.Note(st)
+			}
+			if s.Threads[i].TID == s.Target.PID {
+				procName = s.Threads[i].Name
+			}
+		}
+	}
+	if nw.cacheGen != nw.tramp.Gen {
+		nw.cache, nw.cacheGen = nil, nw.tramp.Gen
+	}
+	next := make(map[nativeCacheKey]nativewait.Wait, len(nw.cache))
+	placed := make(map[int]placedVerdict, len(nw.byPlace))
+	out := make([]*nativeVerdict, len(s.Threads))
+	for i := range s.Threads {
+		t := &s.Threads[i]
+		var ta *osThreadAgg
+		if !jvm && i < len(a.os.cur) {
+			ta = a.os.cur[i]
+			ta.nativeSeen++
+			if t.State == 'R' {
+				ta.nativeBusy++
+			}
+		}
+		if !t.Sleeping() {
+			continue
+		}
+		if jvm && len(t.Stack) == 0 {
+			continue // a JVM's threads have the dump's verdicts
+		}
+		in := nativewait.Thread{State: t.State, Syscall: t.Syscall, Args: t.SyscallArgs, WChan: t.WChan, FutexKind: kinds[t.TID], Stack: t.Stack, FromJava: jvm, Trampolines: &nw.tramp}
+		var w nativewait.Wait
+		if len(t.Stack) > 0 {
+			k := nativeCacheKey{stack: &t.Stack[0], depth: len(t.Stack), syscall: t.Syscall, futex: in.FutexKind, state: t.State, arg1: t.SyscallArgs[1]}
+			var ok bool
+			if w, ok = nw.cache[k]; !ok {
+				if w, ok = next[k]; !ok {
+					w = nativewait.Classify(in)
+				}
+			}
+			if len(next) < maxNativeCache {
+				next[k] = w
+			}
+			if !jvm && w.Kind != "" {
+				placed[t.TID] = placedVerdict{start: t.StartTime, syscall: t.Syscall, word: t.SyscallArgs[0], op: t.SyscallArgs[1], w: w}
+			}
+		} else if p, ok := nw.byPlace[t.TID]; ok && !jvm && p.start == t.StartTime && p.syscall == t.Syscall && p.word == t.SyscallArgs[0] && p.op == t.SyscallArgs[1] {
+			w = p.w
+			placed[t.TID] = p
+		} else {
+			w = nativewait.Classify(in)
+		}
+		if w.Verdict == "" {
+			continue
+		}
+		if ta != nil {
+			if w.Verdict == nativewait.Contention || w.Verdict == nativewait.IO {
+				ta.nativeBusy++ // waits inside its work
+			}
+			if procName != "" && w.Entry != "" && t.Name == procName {
+				ta.poolByEntry(t.Name, w.Entry)
+			}
+		}
+		v := &nativeVerdict{w: w, addr: addrs[t.TID]}
+		if w.Verdict == nativewait.Contention {
+			v.resource = a.nativeResourceOf(w, s.Futexes, v.addr)
+		}
+		out[i] = v
+	}
+	nw.cache, nw.byPlace = next, placed
+	return out
+}
+
+// nativeResourceOf is the resource a contended thread counts at: its wait
+// site's, or, without a stack, the one the stacks of its futex word's
+// waiters named before (a waiter that woke while its stack was read still
+// queues at the same lock), else the word's own (nativeSiteID).
+func (a *Aggregator) nativeResourceOf(w nativewait.Wait, futexes []snapshot.FutexWait, addr uint64) string {
+	if w.Site == "" && addr != 0 {
+		if la := a.locks[lockKey("futex", "", "0x"+strconv.FormatUint(addr, 16))]; la != nil && la.nativeSite != "" {
+			return la.nativeSite
+		}
+	}
+	return nativeSiteID(w, futexes, addr)
+}
+
+// nativeSiteID is the key of a native resource: its kind, the module of
+// its site and the site; without a stack, the futex word's stable name
+// stands for the site.
+func nativeSiteID(w nativewait.Wait, futexes []snapshot.FutexWait, addr uint64) string {
+	site, module := w.Site, w.Module
+	if site == "" {
+		for _, fw := range futexes {
+			if fw.Address == addr {
+				site, module = "futex "+futexClass(fw.Location), fw.Location.Module
+				break
+			}
+		}
+		if site == "" || site == "futex " {
+			site = "futex (unnamed)"
+		}
+	}
+	return siteID(string(w.Kind), module, site)
+}
+
+// addNativeSites folds one sample's contended threads into their
+// resources; dt is the interval the sample stands for.
+func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerdict, dt time.Duration) {
+	nw := &a.native
+	if nw.sites == nil {
+		nw.sites = map[string]*nativeSiteAgg{}
+	}
+	type acc struct {
+		waiters   int
+		perAddr   map[uint64]int
+		names     []string
+		pools     map[string]int
+		firstSeen bool
+	}
+	now := map[*nativeSiteAgg]*acc{}
+	for i, v := range verdicts {
+		if v == nil || v.resource == "" {
+			continue
+		}
+		sa := nw.site(v, a.opts.MaxLocks)
+		if sa == nil {
+			continue
+		}
+		c := now[sa]
+		if c == nil {
+			c = &acc{perAddr: map[uint64]int{}, pools: map[string]int{}}
+			now[sa] = c
+		}
+		c.waiters++
+		c.perAddr[v.addr]++
+		var ta *osThreadAgg
+		if i < len(a.os.cur) {
+			ta = a.os.cur[i]
+		}
+		if ta != nil {
+			if len(c.names) < 10 {
+				c.names = append(c.names, fmt.Sprintf("%s (tid %d)", ta.name, s.Threads[i].TID))
+			}
+			c.pools[ta.pool]++
+		}
+		sa.blocked += asleepSeconds(ta, dt)
+		if v.addr != 0 && !sa.addrs[v.addr] {
+			sa.instanceCount++
+			if len(sa.addrs) < maxSiteInstances {
+				sa.addrs[v.addr] = true
+			}
+		}
+	}
+	for _, sa := range nw.sites {
+		sa.current = 0
+	}
+	for sa, c := range now {
+		sa.samples++
+		sa.current = c.waiters
+		sa.waiterSum += c.waiters
+		sa.peakInstances = max(sa.peakInstances, len(c.perAddr))
+		for _, n := range c.perAddr {
+			sa.maxOnOne = max(sa.maxOnOne, n)
+		}
+		if c.waiters >= sa.peakWaiters {
+			sa.peakWaiters = c.waiters
+			sa.waiterNames = c.names
+			sa.pool, sa.poolWaiting = "", 0
+			for p, n := range c.pools {
+				if n > sa.poolWaiting || n == sa.poolWaiting && p < sa.pool {
+					sa.pool, sa.poolWaiting = p, n
+				}
+			}
+			sa.poolThreads = 0
+			for _, ta := range a.os.cur {
+				if ta.pool == sa.pool {
+					sa.poolThreads++
+				}
+			}
+		}
+	}
+}
+
+// site returns the resource of v, creating it and evicting the least
+// waited-on one when the table is full.
+func (nw *nativeWaits) site(v *nativeVerdict, limit int) *nativeSiteAgg {
+	sa := nw.sites[v.resource]
+	if sa != nil {
+		return sa
+	}
+	limit = min(limit, maxNativeSites)
+	if len(nw.sites) >= limit {
+		var victim string
+		least := int(^uint(0) >> 1)
+		for k, x := range nw.sites {
+			if x.waiterSum < least || x.waiterSum == least && k > victim {
+				victim, least = k, x.waiterSum
+			}
+		}
+		delete(nw.sites, victim)
+	}
+	parts := strings.SplitN(v.resource, "|", 3)
+	sa = &nativeSiteAgg{id: v.resource, kind: string(v.w.Kind), addrs: map[uint64]bool{}}
+	if len(parts) == 3 {
+		sa.module, sa.site = parts[1], parts[2]
+	}
+	nw.sites[v.resource] = sa
+	return sa
+}
+
+// noteLast keeps the sample's verdicts for waits[].
+func (a *Aggregator) noteLastNative(s *snapshot.Snapshot, verdicts []*nativeVerdict, lockOf map[int]string) {
+	nw := &a.native
+	nw.last, nw.lastLockOf = nw.last[:0], lockOf
+	for i, v := range verdicts {
+		if v == nil {
+			continue
+		}
+		name := s.Threads[i].Name
+		if i < len(a.os.cur) {
+			name = a.os.cur[i].name
+		}
+		nw.last = append(nw.last, lastNativeWait{tid: s.Threads[i].TID, name: name, state: s.Threads[i].State, v: *v})
+	}
+}
+
+// nativeThreadWaits is waits[] of a native target: every blocked thread
+// of the latest sample with its verdict.
+func (a *Aggregator) nativeThreadWaits() []ThreadWait {
+	lockOf := a.native.lastLockOf
+	out := make([]ThreadWait, 0, len(a.native.last))
+	for _, l := range a.native.last {
+		tw := ThreadWait{Thread: l.name, TID: int64(l.tid), State: osStateName(l.state), Verdict: l.v.w.Verdict, Reason: l.v.w.Reason, Frame: l.v.w.Site}
+		if tw.Verdict == VerdictContention {
+			tw.Resource, tw.Lock = l.v.resource, lockOf[l.tid]
+		}
+		out = append(out, tw)
+	}
+	return out
+}
+
+// nativeContentionSites reports the native resources.
+func (a *Aggregator) nativeContentionSites() []ContentionSite {
+	out := make([]ContentionSite, 0, len(a.native.sites))
+	n := a.os.samples
+	for _, sa := range a.native.sites {
+		queues := nativewait.Kind(sa.kind).Queues()
+		cs := ContentionSite{
+			ID: sa.id, Kind: sa.kind, Class: sa.module, WaitFrame: sa.site, Native: true,
+			Instances: sa.instanceCount, PeakInstances: sa.peakInstances,
+			Waiters: sa.peakWaiters, MaxInstanceWaiters: sa.maxOnOne, CurrentWaiters: sa.current,
+			BlockedThreadSeconds: round3(sa.blocked), DumpsSeen: sa.samples,
+			// Waiters of a condition, semaphore or raw futex each wait
+			// for a signal, not behind a holder: their count is the
+			// queue, however many words they sleep on.
+			Ownerless:     !queues,
+			Striped:       queues && sa.peakInstances > 1 && sa.maxOnOne <= 1,
+			WaiterThreads: append([]string{}, sa.waiterNames...),
+			Pool:          sa.pool, PoolThreads: sa.poolThreads, PoolWaiting: sa.poolWaiting,
+			OthersRun: []FrameCount{}, Holders: sa.holders.top(3),
+		}
+		if n > 0 {
+			cs.AvgWaiters = round3(float64(sa.waiterSum) / float64(n))
+			cs.BlockedShare = round3(float64(sa.samples) / float64(n))
+		}
+		if sa.exactWaits > 0 {
+			cs.Exact = &ExactResourceWaits{Waits: int64(sa.exactWaits + 0.5), WaitSeconds: round3(sa.exactNanos / 1e9)}
+			if a.exact != nil && a.exact.elapsed > 0 {
+				cs.Exact.PerSecond = round1(sa.exactWaits / a.exact.elapsed.Seconds())
+			}
+		}
+		out = append(out, cs)
+	}
+	return out
+}
+
+// sortContentionSites orders resources by peak waiters, then blocked
+// thread-seconds and ID.
+func sortContentionSites(out []ContentionSite) {
+	sort.Slice(out, func(i, j int) bool {
+		x, y := out[i], out[j]
+		if x.Waiters != y.Waiters {
+			return x.Waiters > y.Waiters
+		}
+		if x.BlockedThreadSeconds != y.BlockedThreadSeconds {
+			return x.BlockedThreadSeconds > y.BlockedThreadSeconds
+		}
+		return x.ID < y.ID
+	})
+}
+
+// nativeResourceFinding is the finding of a native resource: threads that
+// wait inside their work at one site on one kind of primitive, over all
+// the words they sleep on (a condition per transaction, the mutexes of
+// many objects). ok is false when it is not contended enough to report,
+// by the rule a single lock follows.
+func nativeResourceFinding(cs ContentionSite, s *Summary) (Finding, bool) {
+	if cs.Waiters < 2 && (s.Samples < 3 || cs.BlockedShare < 0.5) {
+		return Finding{}, false
+	}
+	sev := SeverityWarning
+	if (cs.Waiters >= 5 || cs.AvgWaiters >= 4) && cs.DumpsSeen > 1 {
+		sev = SeverityCritical
+	}
+	kind := nativewait.Kind(cs.Kind)
+	what := fmt.Sprintf("Up to %d threads (%.1f on average, waiting in %.0f%% of samples, seen in %s) wait",
+		cs.Waiters, cs.AvgWaiters, 100*cs.BlockedShare, plural(cs.DumpsSeen, "sample"))
+	if s.Samples <= 1 {
+		what = fmt.Sprintf("%s wait", capitalize(plural(cs.Waiters, "thread")))
+	}
+	on := fmt.Sprintf("on %s", nativeKindWords(kind, cs.Instances))
+	summary := fmt.Sprintf("%s inside their work at %s %s", what, cs.WaitFrame, on)
+	if cs.Ownerless {
+		summary += ", each waiting for a signal from another thread"
+	} else if len(cs.Holders) > 0 {
+		summary += ", held by a thread " + cs.Holders[0].Frame
+	}
+	if p := poolSentence(cs); p != "" {
+		summary += "; " + p
+	}
+	summary += "."
+	ev := []string{fmt.Sprintf("resource %s at %s (module %s): %d distinct words over the run, at most %d at once, at most %d waiters on one",
+		cs.Kind, cs.WaitFrame, cs.Class, cs.Instances, cs.PeakInstances, cs.MaxInstanceWaiters)}
+	if cs.BlockedThreadSeconds > 0 {
+		ev = append(ev, fmt.Sprintf("threads spent %.1f s waiting here in all (each sighting counts the time the waiter was off the CPU since the sample before)", cs.BlockedThreadSeconds))
+	}
+	if len(cs.WaiterThreads) > 0 {
+		ev = append(ev, "waiters: "+strings.Join(cs.WaiterThreads, ", "))
+	}
+	if x := cs.Exact; x != nil {
+		ev = append(ev, fmt.Sprintf("the kernel counted %d waits here (%.0f a second), %.1f s of waiting in all", x.Waits, x.PerSecond, x.WaitSeconds))
+	}
+	ev = append(ev, nativeInstancesEvidence(cs, s)...)
+	if len(cs.Holders) > 0 {
+		parts := make([]string, 0, len(cs.Holders))
+		for _, h := range cs.Holders {
+			parts = append(parts, fmt.Sprintf("%s %d", h.Frame, h.Samples))
+		}
+		ev = append(ev, "what the holders did, by samples: "+strings.Join(parts, ", "))
+	}
+	next := "Shorten or split what the threads hold while others wait at " + cs.WaitFrame + " (the waiters' stacks are in the flame graph)."
+	if cs.Ownerless {
+		next = "Find who signals the waiters at " + cs.WaitFrame + " and what it does first (a row's holder, a leader's flush): the waiters' stacks are in the flame graph; shorten that work or let fewer threads need it at once."
+	}
+	return Finding{
+		Kind:     FindingLockHotspot,
+		Subject:  "resource " + cs.ID,
+		Severity: sev,
+		Summary:  summary,
+		Evidence: ev,
+		NextStep: next,
+		impact:   1e6 + float64(cs.Waiters)*1000 + cs.AvgWaiters,
+	}, true
+}
+
+// nativeKindWords names a native resource's primitive with its instances:
+// "a condition (37 instances)".
+func nativeKindWords(k nativewait.Kind, instances int) string {
+	w := map[nativewait.Kind]string{nativewait.Mutex: "a mutex", nativewait.RWLock: "an rwlock", nativewait.Condition: "a condition",
+		nativewait.Semaphore: "a semaphore", nativewait.Futex: "a futex"}[k]
+	if w == "" {
+		w = "a futex"
+	}
+	if instances > 1 {
+		w += fmt.Sprintf(" (%d instances)", instances)
+	}
+	return w
+}
+
+// nativeInstancesEvidence names the lock instances counted at a native
+// resource, hottest first (at most 5): each with its waiters and the holder
+// its memory named.
+func nativeInstancesEvidence(cs ContentionSite, s *Summary) []string {
+	var out []string
+	for _, l := range s.Locks {
+		if l.Site != cs.ID || l.Kind != "futex" {
+			continue
+		}
+		if len(out) == 5 {
+			out = append(out, "and more instances in the lock table")
+			break
+		}
+		e := fmt.Sprintf("instance futex %s: up to %d waiters, %.2f on average", futexName(l.Symbol, l.Class, l.Address), l.Waiters, l.AvgWaiters)
+		if h := l.Holder; h != nil && h.TID != 0 {
+			e += fmt.Sprintf(", held by %q (tid %d), %s, at the sample with the most waiters", h.Thread, h.TID, h.Runs)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// poolByEntry puts a thread that carries only its process's name (comm)
+// into the pool of its start routine: a server that names none of its
+// threads has one pool per kind of thread, not one pool of all of them.
+// The pool stays when the thread runs (no stack) until its name changes.
+func (ta *osThreadAgg) poolByEntry(comm, entry string) {
+	if ta.name != comm {
+		return // a JVM's name, or a name of its own
+	}
+	ta.pool = nativewait.FunctionName(entry)
+}
+
+// noteJNI keeps a JVM sample's native verdicts by tid, for the dump's
+// waits[] and stacks: a thread RUNNABLE in a native method that is blocked
+// in the library's code is classed by its native stack.
+func (a *Aggregator) noteJNI(s *snapshot.Snapshot, verdicts []*nativeVerdict, lockOf map[int]string) {
+	clear(a.native.jni)
+	a.native.jniLock = lockOf
+	for i, v := range verdicts {
+		if v == nil {
+			continue
+		}
+		if a.native.jni == nil {
+			a.native.jni = map[int]*nativeVerdict{}
+		}
+		a.native.jni[s.Threads[i].TID] = v
+	}
+}
+
+// jniResource is the native resource a JVM thread blocked in a JNI
+// library's code waits at, by the native rule ("" when it is not
+// contended).
+func (a *Aggregator) jniResource(t *procfs.Thread, futexes []snapshot.FutexWait) string {
+	var kind procfs.FutexKind
+	for _, fw := range futexes {
+		if fw.Address == t.SyscallArgs[0] {
+			kind = fw.Kind
+		}
+	}
+	w := nativewait.Classify(nativewait.Thread{State: t.State, Syscall: t.Syscall, Args: t.SyscallArgs, WChan: t.WChan, FutexKind: kind, Stack: t.Stack, FromJava: true})
+	if w.Verdict != nativewait.Contention {
+		return ""
+	}
+	return a.nativeResourceOf(w, futexes, t.SyscallArgs[0])
+}
+
+// ExactResourceWaits is what the kernel counted of a native resource's
+// waits: its instances' counted waits, shared among the resources their
+// copied stacks name (a futex word waited at two sites counts at both in
+// proportion to its stacks), so the resources add up to what was counted.
+type ExactResourceWaits struct {
+	Waits       int64   `json:"waits"`
+	WaitSeconds float64 `json:"wait_seconds"`
+	PerSecond   float64 `json:"waits_per_second"`
+}
+
+// addExactToResources shares one traced futex's counted waits among the
+// resources its copied stacks name by the wait rule; a futex without
+// stacks counts at the resource its waiters' sampled stacks named.
+func (a *Aggregator) addExactToResources(f *snapshot.TracedFutex) {
+	nw := &a.native
+	nanos := 0.0
+	if f.Traced > 0 {
+		nanos = float64(f.Total) * f.Waits / float64(f.Traced)
+	}
+	add := func(id string, kind string, share float64) {
+		sa := nw.sites[id]
+		if sa == nil {
+			sa = nw.site(&nativeVerdict{resource: id, w: nativewait.Wait{Kind: nativewait.Kind(kind)}}, a.opts.MaxLocks)
+		}
+		sa.exactWaits += f.Waits * share
+		sa.exactNanos += nanos * share
+	}
+	if len(f.Stacks) == 0 {
+		if la := a.locks[lockKey("futex", "", "0x"+strconv.FormatUint(f.Address, 16))]; la != nil && la.nativeSite != "" {
+			if sa := nw.sites[la.nativeSite]; sa != nil {
+				add(la.nativeSite, sa.kind, 1)
+			}
+		}
+		return
+	}
+	if nw.sites == nil {
+		nw.sites = map[string]*nativeSiteAgg{}
+	}
+	share := 1 / float64(len(f.Stacks))
+	for _, st := range f.Stacks {
+		w := nativewait.Classify(nativewait.Thread{State: 'S', Syscall: unix.SYS_FUTEX, FutexKind: f.Kind, Stack: st, Trampolines: &nw.tramp})
+		if w.Verdict != nativewait.Contention || w.Site == "" {
+			continue
+		}
+		add(siteID(string(w.Kind), w.Module, w.Site), string(w.Kind), share)
+	}
+}
