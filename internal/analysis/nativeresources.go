@@ -75,6 +75,12 @@ type lastNativeWait struct {
 	v     nativeVerdict
 }
 
+// sameWait reports two futex words of one wait: the same word, or the
+// two adjacent words of one glibc condition variable (its waiters sleep
+// on the signal word of the current group, g_signals[0] or [1], which
+// alternate from one wait to the next).
+func sameWait(a, b uint64) bool { return a == b || a+4 == b || b+4 == a }
+
 // placedVerdict is a verdict with the wait its stack was read in.
 type placedVerdict struct {
 	start    uint64
@@ -151,6 +157,9 @@ func (a *Aggregator) classifyNative(s *snapshot.Snapshot) []*nativeVerdict {
 			}
 		}
 		if !t.Sleeping() {
+			if p, ok := nw.byPlace[t.TID]; ok && p.start == t.StartTime {
+				placed[t.TID] = p // it runs now, and may block there again
+			}
 			continue
 		}
 		if jvm && len(t.Stack) == 0 {
@@ -172,7 +181,7 @@ func (a *Aggregator) classifyNative(s *snapshot.Snapshot) []*nativeVerdict {
 			if !jvm && w.Kind != "" {
 				placed[t.TID] = placedVerdict{start: t.StartTime, syscall: t.Syscall, word: t.SyscallArgs[0], op: t.SyscallArgs[1], w: w}
 			}
-		} else if p, ok := nw.byPlace[t.TID]; ok && !jvm && p.start == t.StartTime && p.syscall == t.Syscall && p.word == t.SyscallArgs[0] && p.op == t.SyscallArgs[1] {
+		} else if p, ok := nw.byPlace[t.TID]; ok && !jvm && p.start == t.StartTime && p.syscall == t.Syscall && sameWait(p.word, t.SyscallArgs[0]) && p.op == t.SyscallArgs[1] {
 			w = p.w
 			placed[t.TID] = p
 		} else {

@@ -193,3 +193,13 @@ func TestNoFalseTrampolines(t *testing.T) {
 	tr.Note(helperB)
 	assert.Zero(t, tr.Gen)
 }
+
+// An unwind that stopped inside the C library says nothing of the loop:
+// the kernel's view decides, and the reason says so.
+func TestStackCutInTheMachinery(t *testing.T) {
+	w := Classify(futexWait(procfs.FutexCondition, stack("libc.so.6:__futex_abstimed_wait_common", "libc.so.6:pthread_cond_wait")))
+	assert.Equal(t, Idle, w.Verdict)
+	assert.Contains(t, w.Reason, "without its stack")
+	w = Classify(futexWait(procfs.FutexCondition, stack("libc.so.6:", "libc.so.6:pthread_cond_wait", "srv:")))
+	assert.Contains(t, w.Reason, "without its stack", "an unnamed caller is no _start")
+}

@@ -183,6 +183,15 @@ func scope(qname string) string {
 	return ""
 }
 
+// threadEntries are the functions every thread's stack ends in, outermost:
+// the C library's thread and process entries and the Go runtime's. A stack
+// that ends elsewhere was not unwound to the thread's start.
+var threadEntries = map[string]bool{
+	"clone": true, "clone3": true, "__clone": true, "start_thread": true, "thread_start": true,
+	"__libc_start_main": true, "__libc_start_call_main": true, "_start": true,
+	"runtime.goexit": true, "runtime.mstart": true, "runtime.rt0_go": true,
+}
+
 // isPlumbing reports a frame that starts the thread rather than running
 // its loop: the runtime's (clone, start_thread, __libc_start_main,
 // std::thread's trampoline) and the C runtime's entry _start, which is
@@ -218,17 +227,19 @@ func readShape(st []procfs.StackFrame, tr *Trampolines) shape {
 	// right below a runtime frame is the C runtime's entry of a stripped
 	// program (its _start).
 	bottom := len(st) - 1
-	if bottom > top && st[bottom].Function == "" && isPlumbing(st[bottom-1]) && !isPlumbing(st[bottom]) {
+	if bottom > top && st[bottom].Function == "" && threadEntries[st[bottom-1].Function] && !isPlumbing(st[bottom]) {
 		bottom--
 	}
-	complete := bottom >= 0 && isPlumbing(st[bottom]) || bottom < len(st)-1
+	complete := bottom < len(st)-1 || bottom >= 0 && threadEntries[st[bottom].Function]
 	for bottom >= top && (isPlumbing(st[bottom]) || tr.has(st[bottom])) {
 		bottom--
 	}
 	if top > bottom {
 		// Only machinery and plumbing: the runtime's own thread (a
-		// timer's helper) waiting for its next event.
-		s.idle = true
+		// timer's helper) waiting for its next event; or, when the
+		// unwind stopped inside the machinery, a stack that says
+		// nothing.
+		s.idle, s.ok = complete, complete
 		return s
 	}
 	prog := st[top : bottom+1] // the program's frames, the site first, the entry last
@@ -325,7 +336,7 @@ const maxTrampolineFrames = 4096
 // Note reads one thread's stack (innermost first).
 func (tr *Trampolines) Note(st []procfs.StackFrame) {
 	b := len(st) - 1
-	if b > 0 && st[b].Function == "" && isPlumbing(st[b-1]) && !isPlumbing(st[b]) {
+	if b > 0 && st[b].Function == "" && threadEntries[st[b-1].Function] && !isPlumbing(st[b]) {
 		b--
 	}
 	for b >= 0 && isPlumbing(st[b]) {

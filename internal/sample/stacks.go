@@ -44,9 +44,10 @@ type stackState struct {
 	unwinder *procfs.Unwinder
 	cache    map[int]cachedStack
 	// Unwound counts the stacks unwound afresh, Reused those taken from
-	// the cache, and Discarded those dropped because the thread woke
-	// while its stack was read, over the run (for tests and benchmarks).
-	Unwound, Reused, Discarded int
+	// the cache, Discarded those dropped because the thread woke while
+	// its stack was read, and Retried those of them read again in the
+	// same wait, over the run (for tests and benchmarks).
+	Unwound, Reused, Discarded, Retried int
 }
 
 // readHoldersNow reads each lock holder's state again right after its
@@ -117,9 +118,14 @@ func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.F
 		s.stacks.Unwound++
 		if len(t.Stack) > 0 && !s.threads.StillBlocked(t) {
 			// It woke while its stack was read: the frames may mix two
-			// moments. No stack rather than a wrong one.
+			// moments. No stack rather than a wrong one, unless it is
+			// blocked again in the very same wait and a second read
+			// holds (a convoy's waiters wake and queue again within
+			// microseconds: without the retry, a third of a write
+			// group's followers had no stack).
 			t.Stack = nil
 			s.stacks.Discarded++
+			t.Stack = s.unwindAgain(u, t)
 		}
 		if want != nil {
 			t.Stack = nativePart(t.Stack)
@@ -144,5 +150,26 @@ func nativePart(st []procfs.StackFrame) []procfs.StackFrame {
 			return st[:i]
 		}
 	}
+	return st
+}
+
+// unwindAgain reads a thread whose stack was discarded once more: when it
+// is blocked again in the same system call on the same arguments (the
+// same futex word, so the sample's grouping still holds), its stack is
+// unwound from where it is now and kept if the thread did not move
+// meanwhile. Otherwise the thread is left as the sweep saw it, without a
+// stack.
+func (s *Sampler) unwindAgain(u *procfs.Unwinder, t *snapshot.OSThread) []procfs.StackFrame {
+	orig := *t
+	if !s.threads.ReadNow(t) || t.Syscall != orig.Syscall || t.SyscallArgs != orig.SyscallArgs || t.SyscallSP == 0 || t.SyscallPC == 0 {
+		*t = orig
+		return nil
+	}
+	st := u.Unwind(procfs.Regs{PC: t.SyscallPC, SP: t.SyscallSP}, s.mem, procfs.MaxStackFrames)
+	if len(st) == 0 || !s.threads.StillBlocked(t) {
+		*t = orig
+		return nil
+	}
+	s.stacks.Retried++
 	return st
 }
