@@ -24,6 +24,26 @@ need taskset util-linux  # the one-CPU test of ctprof scale
 need prometheus-process-exporter prometheus-process-exporter # the comparison benchmark of internal/metrics
 need gdb gdb               # the native stack tests take the truth from gdb -batch
 need memcached memcached   # a real multi-threaded server from Debian, profiled under load
+# MariaDB and sysbench: a real database whose transactions queue on row locks
+# (internal/cli/mariadb_test.go); mariadbd lives in /usr/sbin, which is not
+# on a plain user's PATH
+need /usr/sbin/mariadbd mariadb-server
+need sysbench sysbench
+# Redis and its benchmark: an event-loop server with background and I/O
+# threads, in the native servers' corpus (internal/testservers)
+need redis-server redis-server
+need redis-benchmark redis-tools
+# RocksDB's db_bench (its engine in-process, writers queued in write groups)
+# and HAProxy (an event loop per thread): the native wait model's corpus
+# (internal/testservers); haproxy lives in /usr/sbin
+need db_bench rocksdb-tools
+need /usr/sbin/haproxy haproxy
+# Apache httpd (event MPM) under ab, and Varnish Cache: thread-pool servers
+# in the native servers' corpus (internal/testservers); apache2 and
+# varnishd live in /usr/sbin
+need /usr/sbin/apache2 apache2
+need ab apache2-utils
+need /usr/sbin/varnishd varnish
 need c++ g++               # the C++ test programs (std::mutex)
 [ -x "$JDK17_HOME/bin/javac" ] && [ -x "$JDK17_HOME/bin/jcmd" ] || missing_pkgs+=(openjdk-17-jdk-headless)
 

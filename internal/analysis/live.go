@@ -145,6 +145,8 @@ type osThreadAgg struct {
 	// its work (contention, I/O): a thread busy in more than a quarter of
 	// them is no poller either.
 	nativeSeen, nativeBusy int
+	// nv is what its native verdicts keep (nativeresources.go).
+	nv nativeSlot
 }
 
 type condAgg struct {

@@ -28,16 +28,17 @@ type nativeVerdict struct {
 	// addr the futex word (0 when not a futex wait).
 	resource string
 	addr     uint64
+	// kernel: the verdict rests on the kernel's view alone.
+	kernel bool
 }
 
 // nativeCacheKey says a thread's verdict can be reused: the sampler keeps
 // a thread's stack slice while the thread has not moved, so the same
-// stack, system call and futex class give the same verdict.
+// stack, system call, state and operation give the same verdict.
 type nativeCacheKey struct {
 	stack   *procfs.StackFrame
 	depth   int
 	syscall int
-	futex   procfs.FutexKind
 	state   byte
 	arg1    uint64
 }
@@ -45,25 +46,19 @@ type nativeCacheKey struct {
 // nativeWaits follows the native wait model over the run.
 type nativeWaits struct {
 	sites map[string]*nativeSiteAgg
-	cache map[nativeCacheKey]nativewait.Wait
-	// tramp learns the process's own thread-start wrappers; cacheGen is
-	// its generation the cache was filled at.
-	tramp    nativewait.Trampolines
-	cacheGen int
-	// byPlace remembers each thread's verdict at the wait its stack was
-	// last unwound in (the system call, the futex word and operation): a
-	// thread found in the same wait again without a stack (it woke while
-	// the sampler read it, and blocked again on the same word) waits at
-	// the same site. A recording keeps what this reads, so a replay
-	// judges as the live run did.
-	byPlace map[int]placedVerdict
+	// verdicts and out are classifyNative's reused result.
+	verdicts []nativeVerdict
+	out      []*nativeVerdict
+	// tramp learns the process's own thread-start wrappers (a thread's
+	// slot keeps the generation its verdict was judged in).
+	tramp nativewait.Trampolines
 	// last is the latest sample's verdicts of its blocked threads, for
 	// waits[]; lastNames their names and states.
 	last       []lastNativeWait
 	lastLockOf map[int]string
 	// jni are a JVM's latest native verdicts (its JNI lock waiters and
 	// holders, the threads the sampler unwound), by OS thread id.
-	jni     map[int]*nativeVerdict
+	jni     map[int]nativeVerdict
 	jniLock map[int]string
 }
 
@@ -86,7 +81,14 @@ type placedVerdict struct {
 	start    uint64
 	syscall  int
 	word, op uint64
-	w        nativewait.Wait
+	// sp is the stack pointer at the call: one word may be waited on at
+	// two depths (a worker's own condition, in its loop and inside a
+	// task); 0 in a recording from before format 9. mixed says the
+	// thread's stacks gave two verdicts on this word: then only the same
+	// depth is the same wait.
+	sp    uint64
+	mixed bool
+	w     nativewait.Wait
 }
 
 // nativeSiteAgg is one native resource over the run.
@@ -117,95 +119,197 @@ const (
 )
 
 // classifyNative gives every blocked thread of a native sample its
-// verdict; futexKind maps a tid to the sweep's class of its futex wait.
-// It returns the verdicts by index into s.Threads (nil entries: running).
+// verdict (and a JVM's threads with native stacks theirs). It returns the
+// verdicts by index into s.Threads (nil entries: running, or a JVM's
+// thread the dump judges); the slice and its verdicts are reused by the
+// next call. It runs on every sample, so what a thread's unmoved stack
+// gives (the verdict, its resource and the start routine's pool) is kept
+// with the thread's aggregate (nativeSlot), and a sample of threads that
+// did not move costs no map operation.
 func (a *Aggregator) classifyNative(s *snapshot.Snapshot) []*nativeVerdict {
 	nw := &a.native
-	kinds := make(map[int]procfs.FutexKind, 16)
-	addrs := make(map[int]uint64, 16)
-	for _, fw := range s.Futexes {
-		for _, tid := range fw.TIDs {
-			kinds[tid], addrs[tid] = fw.Kind, fw.Address
-		}
-	}
 	jvm := s.Target.Kind == snapshot.KindJVM
-	procName := ""
-	if !jvm {
-		for i := range s.Threads {
-			if st := s.Threads[i].Stack; len(st) > 0 {
-				nw.tramp.Note(st)
-			}
-			if s.Threads[i].TID == s.Target.PID {
-				procName = s.Threads[i].Name
+	var futexOf map[int]int // tid → its futex wait in s.Futexes, built on first use
+	kindOf := func(tid int) procfs.FutexKind {
+		if futexOf == nil {
+			futexOf = make(map[int]int, 64)
+			for i := range s.Futexes {
+				for _, tid := range s.Futexes[i].TIDs {
+					futexOf[tid] = i
+				}
 			}
 		}
+		if i, ok := futexOf[tid]; ok {
+			return s.Futexes[i].Kind
+		}
+		return ""
 	}
-	if nw.cacheGen != nw.tramp.Gen {
-		nw.cache, nw.cacheGen = nil, nw.tramp.Gen
-	}
-	next := make(map[nativeCacheKey]nativewait.Wait, len(nw.cache))
-	placed := make(map[int]placedVerdict, len(nw.byPlace))
-	out := make([]*nativeVerdict, len(s.Threads))
+	procName := ""
 	for i := range s.Threads {
 		t := &s.Threads[i]
-		var ta *osThreadAgg
-		if !jvm && i < len(a.os.cur) {
-			ta = a.os.cur[i]
+		if t.TID == s.Target.PID {
+			procName = t.Name
+		}
+		if !jvm && len(t.Stack) > 0 && i < len(a.os.cur) && a.os.cur[i].nv.key != cacheKeyOf(t) {
+			nw.tramp.Note(t.Stack) // a stack not read before
+		}
+	}
+	if cap(nw.verdicts) < len(s.Threads) {
+		nw.verdicts = make([]nativeVerdict, len(s.Threads))
+		nw.out = make([]*nativeVerdict, len(s.Threads))
+	}
+	buf, out := nw.verdicts[:len(s.Threads)], nw.out[:len(s.Threads)]
+	clear(out)
+	kernelOnly := 0
+	for i := range s.Threads {
+		t := &s.Threads[i]
+		if i >= len(a.os.cur) {
+			break
+		}
+		ta := a.os.cur[i]
+		if !jvm {
 			ta.nativeSeen++
 			if t.State == 'R' {
 				ta.nativeBusy++
 			}
 		}
-		if !t.Sleeping() {
-			if p, ok := nw.byPlace[t.TID]; ok && p.start == t.StartTime {
-				placed[t.TID] = p // it runs now, and may block there again
-			}
+		if !t.Sleeping() || jvm && len(t.Stack) == 0 {
+			continue // running (its place is kept); a JVM's thread the dump judges
+		}
+		c := a.nativeVerdictOf(t, &ta.nv, jvm, s.Futexes, kindOf)
+		if c.w.Verdict == "" {
 			continue
 		}
-		if jvm && len(t.Stack) == 0 {
-			continue // a JVM's threads have the dump's verdicts
-		}
-		in := nativewait.Thread{State: t.State, Syscall: t.Syscall, Args: t.SyscallArgs, WChan: t.WChan, FutexKind: kinds[t.TID], Stack: t.Stack, FromJava: jvm, Trampolines: &nw.tramp}
-		var w nativewait.Wait
-		if len(t.Stack) > 0 {
-			k := nativeCacheKey{stack: &t.Stack[0], depth: len(t.Stack), syscall: t.Syscall, futex: in.FutexKind, state: t.State, arg1: t.SyscallArgs[1]}
-			var ok bool
-			if w, ok = nw.cache[k]; !ok {
-				if w, ok = next[k]; !ok {
-					w = nativewait.Classify(in)
-				}
-			}
-			if len(next) < maxNativeCache {
-				next[k] = w
-			}
-			if !jvm && w.Kind != "" {
-				placed[t.TID] = placedVerdict{start: t.StartTime, syscall: t.Syscall, word: t.SyscallArgs[0], op: t.SyscallArgs[1], w: w}
-			}
-		} else if p, ok := nw.byPlace[t.TID]; ok && !jvm && p.start == t.StartTime && p.syscall == t.Syscall && sameWait(p.word, t.SyscallArgs[0]) && p.op == t.SyscallArgs[1] {
-			w = p.w
-			placed[t.TID] = p
-		} else {
-			w = nativewait.Classify(in)
-		}
-		if w.Verdict == "" {
-			continue
-		}
-		if ta != nil {
-			if w.Verdict == nativewait.Contention || w.Verdict == nativewait.IO {
+		if !jvm {
+			if c.w.Verdict == nativewait.Contention || c.w.Verdict == nativewait.IO {
 				ta.nativeBusy++ // waits inside its work
 			}
-			if procName != "" && w.Entry != "" && t.Name == procName {
-				ta.poolByEntry(t.Name, w.Entry)
+			if c.pool != "" && ta.pool != c.pool && procName != "" && t.Name == procName {
+				ta.poolByEntry(t.Name, c.pool)
 			}
 		}
-		v := &nativeVerdict{w: w, addr: addrs[t.TID]}
-		if w.Verdict == nativewait.Contention {
-			v.resource = a.nativeResourceOf(w, s.Futexes, v.addr)
+		addr := uint64(0)
+		if t.Syscall == unix.SYS_FUTEX {
+			addr = t.SyscallArgs[0]
 		}
-		out[i] = v
+		buf[i] = nativeVerdict{w: c.w, addr: addr, resource: c.resource, kernel: c.kernel}
+		out[i] = &buf[i]
+		if c.kernel && addr != 0 {
+			kernelOnly++
+		}
 	}
-	nw.cache, nw.byPlace = next, placed
+	if kernelOnly > 0 {
+		a.shareVerdicts(out)
+	}
 	return out
+}
+
+// shareVerdicts gives a thread judged by the kernel's view alone (no
+// stack, no earlier verdict in the same wait) the verdict of a thread of
+// the same sample whose stack was read and which waits on the same futex
+// word: threads that sleep on one word wait for the same thing (a busy
+// object's waiters, a pool's idle workers).
+func (a *Aggregator) shareVerdicts(out []*nativeVerdict) {
+	byWord := map[uint64]*nativeVerdict{}
+	for _, v := range out {
+		if v != nil && !v.kernel && v.addr != 0 && v.w.Kind != "" && len(byWord) < maxNativeCache {
+			byWord[v.addr] = v
+		}
+	}
+	for i, v := range out {
+		if v == nil || !v.kernel || v.addr == 0 {
+			continue
+		}
+		o := byWord[v.addr]
+		if o == nil {
+			continue
+		}
+		busy := func(w nativewait.Wait) bool {
+			return w.Verdict == nativewait.Contention || w.Verdict == nativewait.IO
+		}
+		if i < len(a.os.cur) && busy(o.w) && !busy(v.w) {
+			a.os.cur[i].nativeBusy++
+		}
+		v.w, v.resource, v.kernel = o.w, o.resource, false
+	}
+}
+
+// nativeSlot is what a thread's aggregate keeps of its native verdicts:
+// the last stack judged (its key, and the trampolines' generation it was
+// judged in) and what it gave, and the wait it was judged in.
+type nativeSlot struct {
+	key   nativeCacheKey
+	gen   int
+	c     nativeCached
+	place placedVerdict
+}
+
+// nativeCached is what a thread's stack gives, kept with the stack.
+type nativeCached struct {
+	w nativewait.Wait
+	// kernel says the verdict rests on the kernel's view alone: no stack,
+	// and none read in the same wait before.
+	kernel bool
+	// resource is the contention site of a contended wait with a site,
+	// pool the start routine's pool; "" otherwise.
+	resource, pool string
+}
+
+// cacheKeyOf says a thread's stack is the one judged before: the same
+// stack slice (the sampler keeps an unmoved thread's), in the same
+// system call and state.
+func cacheKeyOf(t *procfs.Thread) nativeCacheKey {
+	if len(t.Stack) == 0 {
+		return nativeCacheKey{}
+	}
+	return nativeCacheKey{stack: &t.Stack[0], depth: len(t.Stack), syscall: t.Syscall, state: t.State, arg1: t.SyscallArgs[1]}
+}
+
+// nativeVerdictOf judges one blocked thread: from its slot when its stack
+// was judged before, from its place when it has no stack but was judged
+// in the same wait before, else by the rule.
+func (a *Aggregator) nativeVerdictOf(t *procfs.Thread, slot *nativeSlot, jvm bool, futexes []snapshot.FutexWait, kindOf func(int) procfs.FutexKind) nativeCached {
+	nw := &a.native
+	if len(t.Stack) > 0 {
+		k := cacheKeyOf(t)
+		if slot.key == k && slot.gen == nw.tramp.Gen {
+			return slot.c
+		}
+		in := nativewait.Thread{State: t.State, Syscall: t.Syscall, Args: t.SyscallArgs, WChan: t.WChan, FutexKind: kindOf(t.TID), Stack: t.Stack, FromJava: jvm, Trampolines: &nw.tramp}
+		c := nativeCached{w: nativewait.Classify(in)}
+		if c.w.Verdict == nativewait.Contention && c.w.Site != "" {
+			c.resource = siteID(string(c.w.Kind), c.w.Module, c.w.Site)
+		}
+		if c.w.Verdict == nativewait.Contention && c.resource == "" {
+			c.resource = a.nativeResourceOf(c.w, futexes, t.SyscallArgs[0])
+		}
+		if c.w.Entry != "" {
+			c.pool = nativewait.FunctionName(c.w.Entry)
+		}
+		slot.key, slot.gen, slot.c = k, nw.tramp.Gen, c
+		if !jvm && c.w.Kind != "" {
+			old := slot.place
+			slot.place = placedVerdict{start: t.StartTime, syscall: t.Syscall, word: t.SyscallArgs[0], op: t.SyscallArgs[1], sp: t.SyscallSP, w: c.w}
+			// A word the thread waited on with two verdicts (a worker's
+			// own condition, in its loop and inside a task) tells its
+			// waits apart only by the stack depth from now on.
+			if old.w.Verdict != "" && sameWait(old.word, t.SyscallArgs[0]) {
+				slot.place.mixed = old.mixed || old.w.Verdict != c.w.Verdict
+			}
+		}
+		return c
+	}
+	var c nativeCached
+	if p := slot.place; !jvm && p.w.Verdict != "" && p.syscall == t.Syscall && sameWait(p.word, t.SyscallArgs[0]) && p.op == t.SyscallArgs[1] && (p.sp == t.SyscallSP || !p.mixed) {
+		c.w = p.w // it woke while its stack was read, and waits again where it did
+	} else {
+		c.w = nativewait.Classify(nativewait.Thread{State: t.State, Syscall: t.Syscall, Args: t.SyscallArgs, WChan: t.WChan, FutexKind: kindOf(t.TID), FromJava: jvm})
+		c.kernel = true
+	}
+	if c.w.Verdict == nativewait.Contention {
+		c.resource = a.nativeResourceOf(c.w, futexes, t.SyscallArgs[0])
+	}
+	return c
 }
 
 // nativeResourceOf is the resource a contended thread counts at: its wait
@@ -530,11 +634,11 @@ func nativeInstancesEvidence(cs ContentionSite, s *Summary) []string {
 // into the pool of its start routine: a server that names none of its
 // threads has one pool per kind of thread, not one pool of all of them.
 // The pool stays when the thread runs (no stack) until its name changes.
-func (ta *osThreadAgg) poolByEntry(comm, entry string) {
+func (ta *osThreadAgg) poolByEntry(comm, pool string) {
 	if ta.name != comm {
 		return // a JVM's name, or a name of its own
 	}
-	ta.pool = nativewait.FunctionName(entry)
+	ta.pool = pool
 }
 
 // noteJNI keeps a JVM sample's native verdicts by tid, for the dump's
@@ -548,9 +652,9 @@ func (a *Aggregator) noteJNI(s *snapshot.Snapshot, verdicts []*nativeVerdict, lo
 			continue
 		}
 		if a.native.jni == nil {
-			a.native.jni = map[int]*nativeVerdict{}
+			a.native.jni = map[int]nativeVerdict{}
 		}
-		a.native.jni[s.Threads[i].TID] = v
+		a.native.jni[s.Threads[i].TID] = *v
 	}
 }
 

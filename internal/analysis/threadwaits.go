@@ -86,7 +86,7 @@ func (a *Aggregator) threadWaits() []ThreadWait {
 				tw.Reason = queuedReason(e.w, e.li)
 				tw.Frame = waitFrame(e.w)
 			}
-		case t.State == threaddump.StateRunnable && a.native.jni[int(t.OSThreadID)] != nil:
+		case t.State == threaddump.StateRunnable && a.native.jni[int(t.OSThreadID)].w.Verdict != "":
 			// RUNNABLE in a native method, blocked in the library's code:
 			// classed by its native stack (the native wait rule).
 			v := a.native.jni[int(t.OSThreadID)]

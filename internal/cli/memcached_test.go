@@ -3,12 +3,9 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,30 +22,24 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/testservers"
 )
 
 // ctprof attach on real software nobody here wrote: Debian's memcached
 // (stripped, no debug symbols of its own), 8 worker threads on the
-// machine's CPUs, under a load that makes its workers queue on its locks.
-// 44 connections set and get random keys of 50,000 (each set relinks an
-// item: the item's lock, then its slab class's LRU lock) while 4 others
-// run "stats cachedump" on the same slab class, which walks the class's
-// LRU holding its lock: the setters queue on that LRU lock, and the
-// setters that hold an item lock while they wait for it make the next
-// ones queue on the item locks (a convoy of two levels). A plain set/get
-// load on a few hot keys is not enough, even with 8 workers on 2 CPUs:
-// its waits on the item locks last microseconds to a few milliseconds, a
-// sample every 20 ms sees one in 1-2 % of samples, and the waiter has
-// mostly woken before its stack is read (no wait site).
+// machine's CPUs, under a load that makes its workers queue on its locks
+// (testservers.StartMemcachedUnderLoad says how): "stats cachedump" holds
+// a slab class's LRU lock while setters queue on it, and the setters that
+// hold an item lock while they wait make the next ones queue on the item
+// locks (a convoy of two levels).
 //
 // The test checks what ctprof says against the truth read beside it:
 // /proc/<pid>/task/*/syscall every millisecond (who was blocked in futex
 // on which address), and gdb's backtraces of the same threads.
 func TestAttachMemcachedUnderLoad(t *testing.T) {
-	mc := startMemcached(t, 8)
-	cls := prefillMemcached(t, mc.addr, mcKeys)
-	startMemcachedLoad(t, mc.addr, cls)
-	truth := watchFutexes(t, mc.pid)
+	// The server and its load: internal/testservers.
+	mc := testservers.StartMemcachedUnderLoad(t, 8)
+	truth := watchFutexes(t, mc.PID)
 
 	// Two runs: the names are the same in both.
 	type run1 struct {
@@ -64,7 +54,7 @@ func TestAttachMemcachedUnderLoad(t *testing.T) {
 	}
 	var runs [2]run1
 	for i := range runs {
-		code, stdout, stderr := run(t, "", "attach", strconv.Itoa(mc.pid), "--duration", "4s", "--interval", "20ms", "--format", "json")
+		code, stdout, stderr := run(t, "", "attach", strconv.Itoa(mc.PID), "--duration", "4s", "--interval", "20ms", "--format", "json")
 		require.Equal(t, 0, code, stderr)
 		r := &runs[i]
 		require.NoError(t, json.Unmarshal([]byte(stdout), r))
@@ -77,7 +67,7 @@ func TestAttachMemcachedUnderLoad(t *testing.T) {
 		t.Logf("run %d: %d samples, %d locks: %s", i+1, r.Samples, len(r.Locks), lockSummary(r.Locks))
 	}
 	truth.stop()
-	t.Logf("truth: %d sweeps of /proc/%d/task/*/syscall, futex waits on %d addresses", truth.sweeps, mc.pid, len(truth.futex))
+	t.Logf("truth: %d sweeps of /proc/%d/task/*/syscall, futex waits on %d addresses", truth.sweeps, mc.PID, len(truth.futex))
 
 	// The load queues the workers on the LRU lock most of the time: every
 	// run sees native locks, and one of them in many samples.
@@ -118,7 +108,7 @@ func TestAttachMemcachedUnderLoad(t *testing.T) {
 			addr, err := strconv.ParseUint(strings.TrimPrefix(l.Address, "0x"), 16, 64)
 			require.NoError(t, err, l.Address)
 			if l.Holder != nil {
-				comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", mc.pid, l.Holder.TID))
+				comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", mc.PID, l.Holder.TID))
 				if assert.NoError(t, err, "run %d: %s: the holder %d is no thread of memcached", i+1, l.Class, l.Holder.TID) {
 					assert.Regexp(t, `^(mc-|memcached)`, strings.TrimSpace(string(comm)), "the holder's thread")
 					assert.Equal(t, strings.TrimSpace(string(comm)), l.Holder.Thread, "the holder's thread name")
@@ -189,7 +179,7 @@ func TestAttachMemcachedUnderLoad(t *testing.T) {
 	// (d) Idle is not contention: the listener and the idle workers wait
 	// in epoll_wait (libevent's loop), the maintenance threads on
 	// condition variables; none of it is a lock.
-	assert.NotZero(t, truth.epoll[mc.pid], "/proc never showed the listener in epoll_wait")
+	assert.NotZero(t, truth.epoll[mc.PID], "/proc never showed the listener in epoll_wait")
 	// The threads /proc saw in epoll_wait and never in futex (the
 	// listener at least) are no lock's waiters.
 	idleOnly := map[int]bool{}
@@ -234,10 +224,8 @@ func TestAttachMemcachedUnderLoad(t *testing.T) {
 	}
 
 	// The unwinder against gdb, on the same threads.
-	compareWithGDB(t, mc.pid, sites)
+	compareWithGDB(t, mc.PID, sites)
 }
-
-const mcKeys = 50000
 
 // memcachedLock is what this test reads of a lock's JSON.
 type memcachedLock struct {
@@ -293,202 +281,6 @@ func tidOf(t *testing.T, waiter string) int {
 	require.NotNil(t, m, "waiter %q names no tid", waiter)
 	tid, _ := strconv.Atoi(m[1])
 	return tid
-}
-
-// memcachedProc is a memcached this test started.
-type memcachedProc struct {
-	pid  int
-	addr string
-}
-
-// startMemcached starts memcached on a free port of 127.0.0.1 with the
-// given worker threads, waits until it accepts connections and kills it
-// by its pid when the test ends.
-func startMemcached(t *testing.T, threads int) memcachedProc {
-	t.Helper()
-	bin, err := exec.LookPath("memcached")
-	require.NoError(t, err, "memcached is not installed: apt-get install memcached (scripts/deps.sh installs it)")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	args := []string{"-U", "0", "-p", strconv.Itoa(port), "-l", "127.0.0.1", "-t", strconv.Itoa(threads), "-m", "64"}
-	if os.Geteuid() == 0 {
-		args = append(args, "-u", "nobody")
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start())
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill() // our child: its pid is ours until reaped
-		<-done
-	})
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case <-done:
-			t.Fatalf("memcached exited: %s", out.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		require.True(t, time.Now().Before(deadline), "memcached did not accept connections on %s: %v; %s", addr, err, out.String())
-	}
-	// Its threads have started when it accepts: 1 listener, the workers,
-	// and the maintenance threads.
-	return memcachedProc{pid: cmd.Process.Pid, addr: addr}
-}
-
-// mcConn is a text-protocol connection.
-type mcConn struct {
-	c net.Conn
-	r *bufio.Reader
-	w *bufio.Writer
-}
-
-func dialMemcached(addr string) (*mcConn, error) {
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	return &mcConn{c: c, r: bufio.NewReaderSize(c, 64<<10), w: bufio.NewWriter(c)}, nil
-}
-
-// until reads lines up to one equal to end (e.g. "END"), returning them.
-func (m *mcConn) until(end ...string) ([]string, error) {
-	var lines []string
-	for {
-		l, err := m.r.ReadString('\n')
-		if err != nil {
-			return lines, err
-		}
-		l = strings.TrimRight(l, "\r\n")
-		for _, e := range end {
-			if l == e || strings.HasPrefix(l, e+" ") {
-				return lines, nil
-			}
-		}
-		if strings.HasPrefix(l, "ERROR") || strings.HasPrefix(l, "SERVER_ERROR") || strings.HasPrefix(l, "CLIENT_ERROR") {
-			return lines, fmt.Errorf("memcached: %s", l)
-		}
-		lines = append(lines, l)
-	}
-}
-
-var mcValue = strings.Repeat("v", 100)
-
-// prefillMemcached sets keys k0…k<n-1> (100-byte values, pipelined,
-// noreply) and returns the slab class that holds them.
-func prefillMemcached(t *testing.T, addr string, n int) int {
-	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			m, err := dialMemcached(addr)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer m.c.Close()
-			for k := g; k < n; k += 4 {
-				fmt.Fprintf(m.w, "set k%d 0 0 %d noreply\r\n%s\r\n", k, len(mcValue), mcValue)
-			}
-			// A reply after the last set: every set was processed.
-			fmt.Fprintf(m.w, "version\r\n")
-			if err := m.w.Flush(); err != nil {
-				errs <- err
-				return
-			}
-			_ = m.c.SetReadDeadline(time.Now().Add(60 * time.Second))
-			if _, err := m.until("VERSION"); err != nil {
-				errs <- err
-			}
-		}(g)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-	m, err := dialMemcached(addr)
-	require.NoError(t, err)
-	defer m.c.Close()
-	fmt.Fprintf(m.w, "stats items\r\n")
-	require.NoError(t, m.w.Flush())
-	lines, err := m.until("END")
-	require.NoError(t, err)
-	cls, most := 0, 0
-	for _, l := range lines {
-		// STAT items:<class>:number <n>
-		var c, num int
-		if _, err := fmt.Sscanf(l, "STAT items:%d:number %d", &c, &num); err == nil && num > most {
-			cls, most = c, num
-		}
-	}
-	require.Greater(t, most, n/2, "the items are in no slab class: %q", lines)
-	t.Logf("memcached: %d items in slab class %d", most, cls)
-	return cls
-}
-
-// startMemcachedLoad runs 44 setters/getters on random keys and 4
-// connections dumping slab class cls, until the test ends.
-func startMemcachedLoad(t *testing.T, addr string, cls int) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []*mcConn
-	for i := 0; i < 48; i++ {
-		m, err := dialMemcached(addr)
-		require.NoError(t, err)
-		conns = append(conns, m)
-	}
-	t.Cleanup(func() {
-		cancel()
-		mu.Lock()
-		for _, m := range conns {
-			m.c.Close() // unblocks the readers
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	for i, m := range conns {
-		wg.Add(1)
-		go func(i int, m *mcConn) {
-			defer wg.Done()
-			rnd := rand.New(rand.NewSource(int64(i)))
-			for ctx.Err() == nil {
-				if i < 4 {
-					fmt.Fprintf(m.w, "stats cachedump %d 0\r\n", cls)
-				} else {
-					k := rnd.Intn(mcKeys)
-					fmt.Fprintf(m.w, "set k%d 0 0 %d\r\n%s\r\nget k%d\r\n", k, len(mcValue), mcValue, k)
-				}
-				if m.w.Flush() != nil {
-					return
-				}
-				if i >= 4 {
-					if _, err := m.until("STORED"); err != nil {
-						return
-					}
-				}
-				if _, err := m.until("END"); err != nil {
-					return
-				}
-			}
-		}(i, m)
-	}
 }
 
 // futexTruth is what /proc/<pid>/task/*/syscall showed during the runs.

@@ -203,3 +203,13 @@ func TestStackCutInTheMachinery(t *testing.T) {
 	w = Classify(futexWait(procfs.FutexCondition, stack("libc.so.6:", "libc.so.6:pthread_cond_wait", "srv:")))
 	assert.Contains(t, w.Reason, "without its stack", "an unnamed caller is no _start")
 }
+
+// A lock library's unnamed static routine between two of its named
+// primitives is machinery, not the wait site (Apache's apr).
+func TestUnnamedFrameInsideTheMachinery(t *testing.T) {
+	w := Classify(futexWait(procfs.FutexLock, with([]string{"libc.so.6:__futex_lock_pi64", "libc.so.6:__pthread_mutex_lock_full", "libapr-1.so.0:",
+		"libapr-1.so.0:apr_global_mutex_lock", "mod_rewrite.so:", "mod_rewrite.so:", "apache2:ap_run_translate_name", "apache2:ap_process_request", "mod_mpm_event.so:"}, threadStart)))
+	assert.Equal(t, Contention, w.Verdict)
+	assert.Equal(t, Mutex, w.Kind)
+	assert.Equal(t, "mod_rewrite.so+0x140 ← mod_rewrite.so+0x180", w.Site)
+}

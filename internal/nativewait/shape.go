@@ -216,7 +216,17 @@ func readShape(st []procfs.StackFrame, tr *Trampolines) shape {
 	for top < len(st) {
 		m, k := machineryKind(st[top])
 		if !m {
-			break
+			// An unnamed frame that machinery calls is the machinery's
+			// own (a lock library's static routine between its
+			// pthread_mutex_lock and its exported apr_global_mutex_lock).
+			if st[top].Function != "" || top+1 >= len(st) {
+				break
+			}
+			if m, _ = machineryKind(st[top+1]); !m || st[top+1].Function == "" {
+				break
+			}
+			top++
+			continue
 		}
 		if k != "" && (k != Futex || s.kind == "") {
 			s.kind = k

@@ -35,9 +35,12 @@ import (
 // said of its holder (holder.go); version 6 the native user stacks of
 // the threads blocked in a system call (stack.go); version 7 what a tick
 // said of a stopped process or a JVM that did not answer (hung.go);
-// version 8 the clients on the target's Unix sockets (unixconns.go).
-// Older files are still read (what they lack reads as zero or empty).
-const FormatVersion = 8
+// version 8 the clients on the target's Unix sockets (unixconns.go);
+// version 9 each blocked thread's stack pointer and program counter at its
+// system call (the native wait rule tells waits on one word apart by
+// them). Older files are still read (what they lack reads as zero or
+// empty).
+const FormatVersion = 9
 
 // Magic starts every recording; the version byte follows it.
 const Magic = "CTPROF-RECORDING\n"

@@ -66,6 +66,13 @@ func encodeSnapshot(e *encoder, s *snapshot.Snapshot, prev threadState, key bool
 		for _, a := range t.SyscallArgs {
 			e.uvarint(a)
 		}
+		if e.version >= 9 {
+			// Where the thread blocked: the native wait rule tells two
+			// waits on one word apart by them (a worker's own condition
+			// waited on in its loop and inside a task).
+			e.uvarint(t.SyscallSP)
+			e.uvarint(t.SyscallPC)
+		}
 		if e.version >= 6 {
 			encodeStack(e, t.Stack, p.Stack, known)
 		}
@@ -373,6 +380,9 @@ func decodeThreads(d *decoder, s *snapshot.Snapshot, prev threadState, key bool)
 		t.Syscall = d.int()
 		for k := range t.SyscallArgs {
 			t.SyscallArgs[k] = d.uvarint()
+		}
+		if d.version >= 9 {
+			t.SyscallSP, t.SyscallPC = d.uvarint(), d.uvarint()
 		}
 		if d.version >= 6 {
 			t.Stack = decodeStack(d, p.Stack, known)
