@@ -116,13 +116,25 @@ func (a *Aggregator) addFutexLocks(s *snapshot.Snapshot, dt time.Duration, names
 		// The resource its waiters count at: one a waiter's stack named
 		// rather than the word's own name, which stands in for a site
 		// only while no stack has named one.
-		site, stacked, judged := "", false, 0
+		// Of several, the one most of its waiters count at.
+		site, stacked, judged, most := "", false, 0, 0
+		var bySite map[string]int
 		for _, tid := range fw.TIDs {
-			if v := verdict(tid); v != nil && v.w.Kind != "" {
-				judged++
-				if v.resource != "" && (site == "" || !stacked && v.w.Site != "") {
-					site, stacked = v.resource, v.w.Site != ""
-				}
+			v := verdict(tid)
+			if v == nil || v.w.Kind == "" {
+				continue
+			}
+			judged++
+			if v.resource == "" {
+				continue
+			}
+			if bySite == nil {
+				bySite = map[string]int{}
+			}
+			bySite[v.resource]++
+			named := v.w.Site != ""
+			if n := bySite[v.resource]; site == "" || named && !stacked || named == stacked && (n > most || n == most && v.resource < site) {
+				site, stacked, most = v.resource, named, n
 			}
 		}
 		if judged == len(fw.TIDs) && site == "" {

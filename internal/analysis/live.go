@@ -512,7 +512,7 @@ func missingHint(file string) string {
 	case "wchan":
 		return "could not read /proc/<pid>/task/*/wchan: kernel wait channels are missing; run ctprof as root or as the target's user"
 	case "mem":
-		return "could not read /proc/<pid>/mem (needs ptrace rights over the target): the holders of native locks are missing; run ctprof as root or as the target's user"
+		return "could not read /proc/<pid>/mem (needs ptrace rights over the target): native stacks and the holders of native locks are missing, so waits are judged by the kernel's view alone (a condition wait is not counted as contention) and grouped by futex word instead of wait site; run ctprof as root or as the target's user to get stacks"
 	}
 	return fmt.Sprintf("could not read /proc/<pid>/task/*/%s for lack of permission; run ctprof as root or as the target's user", file)
 }

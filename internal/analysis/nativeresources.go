@@ -109,6 +109,8 @@ type nativeSiteAgg struct {
 	// exactWaits and exactNanos are what the kernel counted here
 	// (addExactToResources).
 	exactWaits, exactNanos float64
+	// waiterStack is a waiter's stack at the peak, innermost first.
+	waiterStack []string
 }
 
 // maxNativeSites bounds the native resource table; maxNativeCache the
@@ -352,11 +354,11 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 		nw.sites = map[string]*nativeSiteAgg{}
 	}
 	type acc struct {
-		waiters   int
-		perAddr   map[uint64]int
-		names     []string
-		pools     map[string]int
-		firstSeen bool
+		waiters int
+		perAddr map[uint64]int
+		names   []string
+		pools   map[string]int
+		stack   int // index in s.Threads of a waiter with a stack, -1 without
 	}
 	now := map[*nativeSiteAgg]*acc{}
 	for i, v := range verdicts {
@@ -369,8 +371,11 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 		}
 		c := now[sa]
 		if c == nil {
-			c = &acc{perAddr: map[uint64]int{}, pools: map[string]int{}}
+			c = &acc{perAddr: map[uint64]int{}, pools: map[string]int{}, stack: -1}
 			now[sa] = c
+		}
+		if c.stack < 0 && len(s.Threads[i].Stack) > 0 {
+			c.stack = i
 		}
 		c.waiters++
 		c.perAddr[v.addr]++
@@ -406,6 +411,9 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 		if c.waiters >= sa.peakWaiters {
 			sa.peakWaiters = c.waiters
 			sa.waiterNames = c.names
+			if c.stack >= 0 {
+				sa.waiterStack = frameNames(s.Threads[c.stack].Stack, maxHolderFrames)
+			}
 			sa.pool, sa.poolWaiting = "", 0
 			for p, n := range c.pools {
 				if n > sa.poolWaiting || n == sa.poolWaiting && p < sa.pool {
@@ -499,6 +507,7 @@ func (a *Aggregator) nativeContentionSites() []ContentionSite {
 			WaiterThreads: append([]string{}, sa.waiterNames...),
 			Pool:          sa.pool, PoolThreads: sa.poolThreads, PoolWaiting: sa.poolWaiting,
 			OthersRun: []FrameCount{}, Holders: sa.holders.top(3),
+			WaiterStack: append([]string(nil), sa.waiterStack...),
 		}
 		if n > 0 {
 			cs.AvgWaiters = round3(float64(sa.waiterSum) / float64(n))

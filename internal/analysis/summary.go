@@ -289,6 +289,10 @@ type ContentionSite struct {
 	// Exact is what the kernel counted of a native resource's waits
 	// (attach --exact-waits); absent without it.
 	Exact *ExactResourceWaits `json:"exact,omitempty"`
+	// WaiterStack is a native resource's waiter's stack at the sample
+	// with the most waiters, innermost frame first (at most 16 frames);
+	// absent when none was unwound.
+	WaiterStack []string `json:"waiter_stack,omitempty"`
 }
 
 // FrameCount is a frame and the number of samples that showed it.

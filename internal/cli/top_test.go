@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/testjvm"
+	"github.com/ctprof/ctprof/internal/testservers"
 )
 
 func TestTopRefusesWithoutATerminal(t *testing.T) {
@@ -135,4 +136,36 @@ func TestTopInATerminal(t *testing.T) {
 	assert.Contains(t, end, "EXIT=0")
 	assert.Contains(t, end, "ctprof: wrote the HTML report to "+html)
 	assert.Contains(t, end, "SyncSingleton", "the summary follows the view")
+}
+
+// TestTopOnANativeServerInATerminal runs ctprof top in a real terminal
+// (tmux) on Debian's memcached, whose workers queue on its LRU lock: the
+// lock pane lists resources (a wait site and a kind of primitive), and
+// Enter opens the hottest with its instances and a waiter's stack.
+func TestTopOnANativeServerInATerminal(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatalf("this test needs tmux (scripts/deps.sh installs it): %v", err)
+	}
+	srv := testservers.StartMemcached(t)
+	bin, err := buildCtprof()
+	require.NoError(t, err)
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("ctprof-top-native-%d", os.Getpid()), name: "top"}
+	command := fmt.Sprintf("NO_COLOR=1 %s top %d --interval 100ms; echo EXIT=$?; sleep 120", bin, srv.PID)
+	s.tmux("new-session", "-d", "-s", s.name, "-x", "140", "-y", "40", "-c", t.TempDir(), command)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
+
+	first := s.waitFor("the resources pane with memcached's lock", 30*time.Second,
+		containsAll("waiting for: ", "▸ Resources (", "mutex", "memcached+0x", "WAIT SITE", "HOLDERS DO"))
+	t.Logf("first screen:\n%s", first)
+	assert.NotContains(t, first, "▸ Locks", "a native target's lock pane lists resources")
+
+	s.send("Enter")
+	res := s.waitFor("the resource's detail", 10*time.Second, containsAll("Resource  ", "futex words over the run", "Waiting threads: "))
+	t.Logf("resource screen:\n%s", res)
+
+	s.send("Escape")
+	s.waitFor("the panes again", 10*time.Second, containsAll("▸ Resources"))
+	s.send("q")
+	end := s.waitFor("the exit code", 20*time.Second, containsAll("EXIT="))
+	assert.Contains(t, end, "EXIT=0")
 }

@@ -11,9 +11,12 @@ import (
 func (m *Model) detailView(w, n int) []string {
 	var title string
 	var body []string
-	if m.open.lockID != "" {
+	switch {
+	case m.open.resourceID != "":
+		title, body = m.resourceDetail()
+	case m.open.lockID != "":
 		title, body = m.lockDetail()
-	} else {
+	default:
 		title, body = m.threadDetail()
 	}
 	out := []string{m.st.title.Render(line(title, w-len("  Esc back")) + "  Esc back")}

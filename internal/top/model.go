@@ -70,7 +70,8 @@ var sortKeys = [paneCount][]string{
 
 // detail is an opened lock (by ID) or thread (by tid and name).
 type detail struct {
-	lockID string
+	lockID     string
+	resourceID string
 	tid    int
 	thread string
 	scroll int
@@ -217,7 +218,11 @@ func (m *Model) key(k string) tea.Cmd {
 func (m *Model) openSelected() {
 	switch m.focus {
 	case paneLocks:
-		if l := m.locks(); len(l) > 0 {
+		if m.resourcesPane() {
+			if r := m.resources(); len(r) > 0 {
+				m.open = &detail{resourceID: r[m.sel[paneLocks]].ID}
+			}
+		} else if l := m.locks(); len(l) > 0 {
 			m.open = &detail{lockID: l[m.sel[paneLocks]].ID}
 		}
 	case paneThreads:
@@ -233,6 +238,9 @@ func (m *Model) openSelected() {
 func (m *Model) rowCount(p pane) int {
 	switch p {
 	case paneLocks:
+		if m.resourcesPane() {
+			return len(m.resources())
+		}
 		return len(m.locks())
 	case panePools:
 		return len(m.pools())

@@ -40,18 +40,19 @@ func replayNative(t *testing.T, name string) Refresh {
 //	ctprof attach PID --count 4 --interval 500ms --record internal/top/testdata/lockconvoy.ctprof
 //
 // against testdata/c/lock_convoy.c (3 threads per group, 20 ms holds):
-// the lock pane names each futex by its stable name and its OWNER column
-// the holder the mutex named (no "?"), and the lock's detail says what
-// the holder did, its stack, and where the waiters wait.
+// the lock pane lists the resources (a wait site and a kind of primitive
+// over every futex word waited on), each with what its holders do, and a
+// resource's detail names its instances by their stable names with their
+// holders, what the holders did, and a waiter's stack.
 func TestNativeLockScreens(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		keys []string
 		want []string
 	}{
-		{"native-locks-120x40", nil, []string{"waiting for: 7 at convoy (mutex, avg 6.2, 4 instances)", "global_lock", "[heap]+0x2a0", "shared memory (anonymous)+0x0"}},
-		{"native-lock-holder-120x40", []string{"enter"}, []string{"Holder: ", "(tid ", "mutex)", "What the holder did while holding it",
-			"  stack     clock_nanosleep", "convoy", "Waiters wait at (samples):"}},
+		{"native-locks-120x40", nil, []string{"waiting for: 7 at convoy (mutex, ", "4 instances)", "Resources (", "WAIT SITE", "HOLDERS DO"}},
+		{"native-lock-holder-120x40", []string{"enter"}, []string{"Resource  mutex at convoy", "Instances in the lock table:", "global_lock",
+			"[heap]+0x2a0", "shared memory (anonymous)+0x0", "held by glob-", "What the holders did (samples):", "A waiter's stack", "at pthread_mutex_lock"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newSized(Options{Interval: 5e8, Profile: termenv.Ascii}, 120, 40)
@@ -63,12 +64,11 @@ func TestNativeLockScreens(t *testing.T) {
 				assert.Contains(t, screen, s)
 			}
 			if tt.keys == nil {
-				// Every futex row names an owner: glob-N, heap-N, shm-N or stk-….
-				rows := regexp.MustCompile(`(?m)^[ ›]futex .*$`).FindAllString(screen, -1)
+				// The top resource's row says what its holders do: asleep
+				// with the lock held (lock_convoy's holders sleep in it).
+				rows := regexp.MustCompile(`(?m)^[ ›]mutex .*$`).FindAllString(screen, -1)
 				require.NotEmpty(t, rows, screen)
-				for _, r := range rows {
-					assert.Regexp(t, `(glob|heap|shm|stk)-(\d|owner)`, r, "the holder in the OWNER column")
-				}
+				assert.Regexp(t, `nanosleep|running`, rows[0], "what the holders do")
 			}
 			testgolden.Check(t, filepath.Join("testdata", "screens", tt.name+".txt"), []byte(screen+"\n"), *update, refresh)
 		})

@@ -291,6 +291,10 @@ func (m *Model) pane(p pane, w, n int) []string {
 	var title string
 	switch p {
 	case paneLocks:
+		if m.resourcesPane() {
+			cols, title, cells = resourceCols, "Resources", m.resourceRows()
+			break
+		}
 		cols, title = lockCols, "Locks"
 		jfr := m.sum != nil && m.sum.JFR != nil
 		if jfr {
