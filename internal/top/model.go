@@ -72,9 +72,9 @@ var sortKeys = [paneCount][]string{
 type detail struct {
 	lockID     string
 	resourceID string
-	tid    int
-	thread string
-	scroll int
+	tid        int
+	thread     string
+	scroll     int
 }
 
 // Model is the bubbletea model of ctprof top.
