@@ -1,8 +1,6 @@
 package analysis
 
 import (
-	"strings"
-
 	"github.com/ctprof/ctprof/internal/nativewait"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
@@ -30,20 +28,7 @@ func nativeWaitSite(st []procfs.StackFrame) string {
 		return site
 	}
 	i := min(1, len(st)-1)
-	return joinFrames(st[i:min(len(st), i+nativeSiteFrames)])
-}
-
-// joinFrames names frames innermost first, each with its caller after an
-// arrow: "post_entry ← worker_loop".
-func joinFrames(st []procfs.StackFrame) string {
-	var b strings.Builder
-	for i, f := range st {
-		if i > 0 {
-			b.WriteString(" ← ")
-		}
-		b.WriteString(f.Name())
-	}
-	return b.String()
+	return nativewait.JoinFrames(st[i:min(len(st), i+nativeSiteFrames)])
 }
 
 // nativeStackNames is a stack's frame names, outermost first (the order of

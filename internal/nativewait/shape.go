@@ -253,7 +253,7 @@ func readShape(st []procfs.StackFrame, tr *Trampolines) shape {
 		return s
 	}
 	prog := st[top : bottom+1] // the program's frames, the site first, the entry last
-	s.site = joinFrames(prog[:min(len(prog), siteFrames)])
+	s.site = JoinFrames(prog[:min(len(prog), siteFrames)])
 	s.module = prog[0].Module
 	s.entry = prog[len(prog)-1].Name()
 	s.loop = s.entry
@@ -301,9 +301,9 @@ func oneClass(fs []procfs.StackFrame) bool {
 	return first != ""
 }
 
-// joinFrames names frames innermost first, each with its caller after an
+// JoinFrames names frames innermost first, each with its caller after an
 // arrow: "post_entry ← worker_loop".
-func joinFrames(fs []procfs.StackFrame) string {
+func JoinFrames(fs []procfs.StackFrame) string {
 	var b strings.Builder
 	for i, f := range fs {
 		if i > 0 {
