@@ -189,7 +189,7 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 	defer stopServer()
 	agg := analysis.New()
 	if opts.Listen != "" {
-		if srv, served, err = startMetrics(srvCtx, opts.IO, opts.Listen, opts.WebConfigFile, metrics.DefaultTop); err != nil {
+		if srv, served, err = startMetrics(srvCtx, opts.IO, opts.Listen, opts.WebConfigFile, metrics.DefaultTop, 0); err != nil {
 			return err
 		}
 		srv.Register(metrics.TargetInfoOf(s.Target()), agg)

@@ -10,10 +10,10 @@ import (
 
 // startMetrics binds the metrics server of attach and serve, says where it
 // serves, and serves until ctx ends; served reports the end.
-func startMetrics(ctx context.Context, io IO, addr, webConfig string, top int) (srv *metrics.Server, served <-chan error, err error) {
+func startMetrics(ctx context.Context, io IO, addr, webConfig string, top, maxRequests int) (srv *metrics.Server, served <-chan error, err error) {
 	logger := slog.New(slog.NewTextHandler(io.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err = metrics.NewServer(metrics.ServerOptions{
-		Addr: addr, WebConfigFile: webConfig, Logger: logger, Top: top, Version: Version(),
+		Addr: addr, WebConfigFile: webConfig, Logger: logger, Top: top, Version: Version(), MaxRequests: maxRequests,
 	})
 	if err != nil {
 		return nil, nil, listenHint(err)

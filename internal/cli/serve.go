@@ -27,7 +27,9 @@ type ServeOptions struct {
 	Port          int
 	Listen        string
 	WebConfigFile string
-	Top           int
+	// MaxRequests bounds the scrapes served at once (0: no bound).
+	MaxRequests int
+	Top         int
 	// Discovery is the time between looks for targets that started or
 	// exited.
 	Discovery time.Duration
@@ -82,6 +84,9 @@ func NewCmdServe(io IO, runF func(*ServeOptions) error) *cobra.Command {
 			if opts.Native.exactWaits == "on" {
 				return usageErrorf("serve --exact-waits takes auto or off: serve counts the waits of the native targets it can trace, and samples the rest")
 			}
+			if opts.MaxRequests < 0 {
+				return usageErrorf("--max-requests %d: give the scrapes served at once, or 0 for no bound", opts.MaxRequests)
+			}
 			for _, pid := range opts.PIDs {
 				if pid <= 0 {
 					return usageErrorf("--pid %d is not a process id", pid)
@@ -123,6 +128,7 @@ func NewCmdServe(io IO, runF func(*ServeOptions) error) *cobra.Command {
 	f.Lookup("exact-waits").Usage = "native targets: count every futex wait with the kernel's tracepoints where the privilege allows (root or CAP_PERFMON): auto or off"
 	f.StringVar(&opts.Listen, "listen", metrics.DefaultAddr, "address to serve metrics on (host:port; :port for all interfaces)")
 	f.StringVar(&opts.WebConfigFile, "web.config.file", "", "Prometheus exporter-toolkit web configuration: TLS and basic auth")
+	f.IntVar(&opts.MaxRequests, "max-requests", metrics.DefaultMaxRequests, "scrapes of /metrics served at once; one more is answered 503 Service Unavailable (0: no bound)")
 	f.IntVar(&opts.Top, "top", metrics.DefaultTop, "locks, pools and waking pools with series of their own per target; the rest are summed as \"other\"")
 	f.DurationVar(&opts.Discovery, "discovery-interval", 5*time.Second, "time between looks for targets that started or exited")
 	return cmd
@@ -145,7 +151,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srv, served, err := startMetrics(ctx, opts.IO, opts.Listen, opts.WebConfigFile, opts.Top)
+	srv, served, err := startMetrics(ctx, opts.IO, opts.Listen, opts.WebConfigFile, opts.Top, maxRequestsOption(opts.MaxRequests))
 	if err != nil {
 		return err
 	}
@@ -193,4 +199,13 @@ func listenHint(err error) error {
 		return fmt.Errorf("%v; ports below 1024 need root or CAP_NET_BIND_SERVICE, choose another with --listen", err)
 	}
 	return err
+}
+
+// maxRequestsOption is --max-requests for the metrics server, whose 0
+// means its default: the flag's 0 (no bound) is a negative bound there.
+func maxRequestsOption(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

@@ -289,6 +289,7 @@ func TestServeErrors(t *testing.T) {
 		{[]string{"serve", "--java", "--top", "0"}, 2, "--top"},
 		{[]string{"serve", "--java", "--port", "70000"}, 2, "--port"},
 		{[]string{"serve", "--java", "--exact-waits", "on"}, 2, "serve --exact-waits takes auto or off"},
+		{[]string{"serve", "--java", "--max-requests", "-1"}, 2, "--max-requests -1"},
 		{[]string{"serve", "--java", "--exact-waits", "always"}, 2, "--exact-waits must be auto, on or off"},
 		{[]string{"serve", "--pid", pid, "--listen", "nonsense"}, 2, "want host:port"}, // the caller's typo
 		{[]string{"serve", "--pid", pid, "--listen", busy.Addr().String()}, 1,

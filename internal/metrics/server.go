@@ -44,7 +44,15 @@ type ServerOptions struct {
 	// for this long (DefaultIdleTimeout when zero): a scraper that went
 	// away must not hold a connection, and a goroutine, forever.
 	IdleTimeout time.Duration
+	// MaxRequests bounds the scrapes of /metrics served at once; one
+	// more is answered 503 (DefaultMaxRequests when zero, no bound when
+	// negative). Each scrape computes every target's summary.
+	MaxRequests int
 }
+
+// DefaultMaxRequests is the scrapes served at once by default, as
+// node_exporter's --web.max-requests.
+const DefaultMaxRequests = 40
 
 // Connection timeouts. A client gets ReadHeaderTimeout to send its request
 // line and headers and ReadTimeout for the whole request (a GET has no
@@ -71,6 +79,8 @@ type Server struct {
 	webConfig string
 	tls       bool
 	logger    *slog.Logger
+	// maxRequests is promhttp's MaxRequestsInFlight (0: no bound).
+	maxRequests int
 
 	closeOnce sync.Once
 }
@@ -120,7 +130,14 @@ func NewServer(o ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, listenError(addr, err)
 	}
-	s := &Server{collector: c, registry: reg, listener: l, webConfig: o.WebConfigFile, tls: wc.tls, logger: logger}
+	maxRequests := o.MaxRequests
+	switch {
+	case maxRequests == 0:
+		maxRequests = DefaultMaxRequests
+	case maxRequests < 0:
+		maxRequests = 0 // promhttp: no bound
+	}
+	s := &Server{collector: c, registry: reg, listener: l, webConfig: o.WebConfigFile, tls: wc.tls, logger: logger, maxRequests: maxRequests}
 	s.http = &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: ReadHeaderTimeout,
@@ -227,7 +244,7 @@ func (s *Server) Handler() http.Handler {
 	metrics := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 		ErrorHandling:       promhttp.ContinueOnError,
-		MaxRequestsInFlight: 4,
+		MaxRequestsInFlight: s.maxRequests,
 		Timeout:             30 * time.Second,
 	})
 	mux.Handle("/metrics", promhttp.InstrumentMetricHandler(s.registry, metrics))

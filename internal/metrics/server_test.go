@@ -395,3 +395,14 @@ func TestCheckAddrMarksMalformedAddresses(t *testing.T) {
 		assert.NoError(t, CheckAddr(addr), addr)
 	}
 }
+
+// The scrapes served at once: node_exporter's 40 by default, as asked, or
+// no bound (a negative MaxRequests; serve --max-requests 0).
+func TestServerMaxRequests(t *testing.T) {
+	for _, tc := range []struct{ asked, want int }{{0, DefaultMaxRequests}, {7, 7}, {-1, 0}} {
+		s, err := NewServer(ServerOptions{Addr: "127.0.0.1:0", MaxRequests: tc.asked})
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, s.maxRequests, "asked %d", tc.asked)
+		require.NoError(t, s.listener.Close())
+	}
+}
