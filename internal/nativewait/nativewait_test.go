@@ -213,3 +213,11 @@ func TestUnnamedFrameInsideTheMachinery(t *testing.T) {
 	assert.Equal(t, Mutex, w.Kind)
 	assert.Equal(t, "mod_rewrite.so+0x140 ← mod_rewrite.so+0x180", w.Site)
 }
+
+// A stripped start routine that takes a mutex itself is the program's
+// frame, the wait site, not the machinery's (memcached's LRU maintainer).
+func TestStrippedStartRoutineIsTheSite(t *testing.T) {
+	w := Classify(futexWait(procfs.FutexLock, with([]string{"libc.so.6:__lll_lock_wait", "libc.so.6:pthread_mutex_lock", "memcached:+0x17a19"}, threadStart)))
+	assert.Equal(t, "memcached+0x17a19", w.Site)
+	assert.Equal(t, Contention, w.Verdict)
+}

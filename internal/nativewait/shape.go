@@ -216,13 +216,12 @@ func readShape(st []procfs.StackFrame, tr *Trampolines) shape {
 	for top < len(st) {
 		m, k := machineryKind(st[top])
 		if !m {
-			// An unnamed frame that machinery calls is the machinery's
-			// own (a lock library's static routine between its
-			// pthread_mutex_lock and its exported apr_global_mutex_lock).
-			if st[top].Function != "" || top+1 >= len(st) {
-				break
-			}
-			if m, _ = machineryKind(st[top+1]); !m || st[top+1].Function == "" {
+			// An unnamed frame that a function named for a primitive
+			// calls is that primitive's own (a lock library's static
+			// routine between its pthread_mutex_lock and its exported
+			// apr_global_mutex_lock). One that the C library's thread
+			// start calls is a stripped start routine: the program's.
+			if st[top].Function != "" || top+1 >= len(st) || primitiveKind(qualifiedName(st[top+1].Function)) == "" {
 				break
 			}
 			top++
