@@ -8,12 +8,17 @@
 // so at any instant about N-1 threads are BLOCKED on the monitor.
 //
 // Every 100 ms the main thread prints "WAITED <epoch millis> <total ns>": the
-// thread-nanoseconds spent waiting to enter the monitor so far (waits still
-// in progress not included), the truth a profiler's queued time can be
-// checked against.
+// thread-nanoseconds spent waiting to enter the monitor so far, the waits
+// still in progress included (each worker publishes when its current wait
+// began): the truth a profiler's queued time can be checked against.
+// Counting completed waits only was not that truth: HotSpot lets the
+// thread that leaves the monitor take it again before a woken waiter runs,
+// so a waiter can starve for seconds, and a window's completed waits then
+// missed most of what was queued in it.
 //
 // Prints READY once a worker has been seen BLOCKED, then runs until killed.
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 
 public class MeasuredWaits {
     static final class Log {
@@ -21,12 +26,18 @@ public class MeasuredWaits {
 
     static final Log LOG = new Log();
     static final AtomicLong WAITED = new AtomicLong();
+    // WAITING[i] is when worker i's current wait began, 0 when it does not
+    // wait.
+    static AtomicLongArray WAITING;
 
-    static void work() {
+    static void work(int i) {
         while (true) {
             long t0 = System.nanoTime();
+            WAITING.set(i, t0);
             synchronized (LOG) {
-                WAITED.addAndGet(System.nanoTime() - t0);
+                long now = System.nanoTime();
+                WAITING.set(i, 0);
+                WAITED.addAndGet(now - t0);
                 try {
                     Thread.sleep(2);
                 } catch (InterruptedException e) {
@@ -38,9 +49,11 @@ public class MeasuredWaits {
 
     public static void main(String[] args) throws Exception {
         int n = args.length > 0 ? Integer.parseInt(args[0]) : 4;
+        WAITING = new AtomicLongArray(n);
         Thread[] ts = new Thread[n];
         for (int i = 0; i < n; i++) {
-            ts[i] = new Thread(MeasuredWaits::work, "worker-" + (i + 1));
+            final int idx = i;
+            ts[i] = new Thread(() -> work(idx), "worker-" + (i + 1));
             ts[i].setDaemon(true);
             ts[i].start();
         }
@@ -57,7 +70,15 @@ public class MeasuredWaits {
                     }
                 }
             }
-            System.out.println("WAITED " + System.currentTimeMillis() + " " + WAITED.get());
+            long now = System.nanoTime();
+            long total = WAITED.get();
+            for (int i = 0; i < n; i++) {
+                long began = WAITING.get(i);
+                if (began != 0 && began < now) {
+                    total += now - began;
+                }
+            }
+            System.out.println("WAITED " + System.currentTimeMillis() + " " + total);
             System.out.flush();
             Thread.sleep(100);
         }
