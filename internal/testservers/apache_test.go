@@ -33,5 +33,5 @@ func TestApacheLabels(t *testing.T) {
 		assert.NotZero(t, n[p], "no thread in the role %q (%s)", p.Role, p.Verdict)
 	}
 	assert.GreaterOrEqual(t, len(look), apacheThreads+2, "the child's threads: its workers, the listener and its main thread")
-	rlCheck(t, look, 0.1)
+	rlCheck(t, look, rlMaxUnknown)
 }

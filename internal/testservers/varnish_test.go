@@ -47,5 +47,5 @@ func TestVarnishLabels(t *testing.T) {
 	for name := range varnishBackground {
 		assert.Equal(t, 1, named[name], "threads named %s", name)
 	}
-	rlCheck(t, look, 0.1)
+	rlCheck(t, look, rlMaxUnknown)
 }
