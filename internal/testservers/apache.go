@@ -62,7 +62,7 @@ func StartApache(t testing.TB) *Server {
 		t.Fatalf("ab is not installed: apt-get install apache2-utils (scripts/deps.sh installs it)")
 	}
 	dir := apacheDir(t)
-	port := tpoolFreePort(t)
+	port := freePort(t)
 	conf := filepath.Join(dir, "httpd.conf")
 	require.NoError(t, os.WriteFile(conf, []byte(apacheConfig(dir, port)), 0o644))
 
@@ -386,16 +386,6 @@ func tpoolHTTPOK(url string) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-// tpoolFreePort is a port of 127.0.0.1 free a moment ago.
-func tpoolFreePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	return port
 }
 
 // tpoolThreadCount is how many threads process pid has (0 when gone).

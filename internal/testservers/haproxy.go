@@ -43,7 +43,7 @@ func StartHAProxy(t testing.TB) *Server {
 	bin := findHAProxy(t)
 	dir := t.TempDir()
 	backend := startHAProxyBackend(t)
-	port := haproxyFreePort(t)
+	port := freePort(t)
 	cfg := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(cfg, []byte(haproxyConfig(dir, port, backend)), 0o600); err != nil {
 		t.Fatalf("write %s: %v", cfg, err)
@@ -143,17 +143,6 @@ func startHAProxyBackend(t testing.TB) string {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().String()
-}
-
-// haproxyFreePort is a port on 127.0.0.1 that was free a moment ago.
-func haproxyFreePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // waitHAProxyServing waits until a request through haproxy returns 200:

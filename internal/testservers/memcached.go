@@ -101,10 +101,7 @@ func startMemcached(t testing.TB, threads int) *Memcached {
 	if err != nil {
 		t.Fatalf("memcached is not installed: apt-get install memcached (scripts/deps.sh installs it)")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
+	port := freePort(t)
 	args := []string{"-U", "0", "-p", strconv.Itoa(port), "-l", "127.0.0.1", "-t", strconv.Itoa(threads), "-m", "64"}
 	if os.Geteuid() == 0 {
 		args = append(args, "-u", "nobody")

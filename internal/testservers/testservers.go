@@ -13,7 +13,9 @@
 package testservers
 
 import (
+	"net"
 	"regexp"
+	"testing"
 
 	"github.com/ctprof/ctprof/internal/procfs"
 )
@@ -66,4 +68,16 @@ type Server struct {
 	TopWaiters func() float64
 	// Notes are the judgement calls behind the labels.
 	Notes string
+}
+
+// freePort is a port of 127.0.0.1 that was free a moment ago, for a
+// server to listen on.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen on 127.0.0.1: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }

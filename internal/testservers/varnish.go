@@ -62,7 +62,7 @@ func StartVarnish(t testing.TB) *Server {
 		t.Fatalf("%s is missing: apt-get install varnish (scripts/deps.sh installs it)", bin)
 	}
 	backend := startVarnishBackend(t)
-	port := tpoolFreePort(t)
+	port := freePort(t)
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "-F", "-j", "none", "-T", "none",
 		"-a", "127.0.0.1:"+strconv.Itoa(port), "-b", backend, "-n", filepath.Join(dir, "varnish"),
