@@ -395,13 +395,18 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	s.lastN = len(threads)
 	snap.Threads = threads
 	s.noteHang(snap, threads, sweptAt)
-	snap.Futexes = procfs.GroupFutexWaits(threads, s.sym)
-	if s.target.Kind == snapshot.KindJVM {
-		snap.Futexes = s.jvmProgramFutexes(snap.Futexes, threads, func() bool { return snap.NoAnswer != nil || s.safepointDuringTick(snap) })
+	group := func() {
+		snap.Futexes = procfs.GroupFutexWaits(threads, s.sym)
+		if s.target.Kind == snapshot.KindJVM {
+			snap.Futexes = s.jvmProgramFutexes(snap.Futexes, threads, func() bool { return snap.NoAnswer != nil || s.safepointDuringTick(snap) })
+		}
+		s.mem.FillHolders(snap.Futexes, threads)
 	}
-	s.mem.FillHolders(snap.Futexes, threads)
+	group()
 	s.readHoldersNow(threads, snap.Futexes)
-	s.unwindStacks(threads, snap.Futexes)
+	if s.unwindStacks(threads, snap.Futexes) {
+		group() // threads read again in another wait join its group
+	}
 	s.readExactWaits(snap, threads)
 	s.fastReads(snap, threads, sweptAt)
 

@@ -16,8 +16,10 @@ import (
 // For a native target every blocked thread is unwound: its stack says
 // where it waits, for a lock or for work. For a JVM only the threads the
 // lock table keeps (waiters of a JNI library's lock, and their holders)
-// are: the thread dumps give the Java stacks, and the rest of a JVM's
-// futex waits are its own machinery.
+// and the threads the latest dump showed RUNNABLE in a native method that
+// are blocked in a futex (a JNI library's waits on its own conditions:
+// RocksDB's write-group followers) are: the thread dumps give the Java
+// stacks, and the rest of a JVM's futex waits are its own machinery.
 
 // maxUnwindsPerTick bounds the stacks unwound afresh in one sample, so a
 // first sample of a process with tens of thousands of blocked threads
@@ -74,15 +76,22 @@ func (s *Sampler) readHoldersNow(threads []snapshot.OSThread, futexes []snapshot
 }
 
 // unwindStacks fills Stack for the threads this target's stacks are taken
-// of (see above), from the cache where a thread has not moved.
-func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.FutexWait) {
+// of (see above), from the cache where a thread has not moved. It reports
+// whether a thread was read again in another wait than the sweep saw, so
+// that the sample's futex waits must be grouped again.
+func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.FutexWait) (moved bool) {
 	var want map[int]bool
 	if s.target.Kind == snapshot.KindJVM {
-		if len(futexes) == 0 {
-			s.stacks.cache = nil
-			return
-		}
 		want = map[int]bool{}
+		for i := range threads {
+			if _, _, _, ok := procfs.BlockingFutex(&threads[i]); ok && s.dumped[threads[i].TID] == dumpedJavaInNative {
+				want[threads[i].TID] = true
+			}
+		}
+		if len(futexes) == 0 && len(want) == 0 {
+			s.stacks.cache = nil
+			return false
+		}
 		for _, fw := range futexes {
 			if fw.Kind == snapshot.FutexCondition {
 				continue
@@ -119,13 +128,21 @@ func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.F
 		if len(t.Stack) > 0 && !s.threads.StillBlocked(t) {
 			// It woke while its stack was read: the frames may mix two
 			// moments. No stack rather than a wrong one, unless it is
-			// blocked again in the very same wait and a second read
-			// holds (a convoy's waiters wake and queue again within
-			// microseconds: without the retry, a third of a write
-			// group's followers had no stack).
+			// blocked again and a second read holds: the thread is then
+			// reported where it is now (a convoy's waiters wake and
+			// queue again within microseconds: without the retry, a
+			// third of a write group's followers had no stack; Varnish's
+			// requests streaming a busy object wait again on its
+			// condition with a new sequence value, and a sixth of them
+			// had none while only the same arguments were retried).
 			t.Stack = nil
 			s.stacks.Discarded++
-			t.Stack = s.unwindAgain(u, t)
+			var again bool
+			t.Stack, again = s.unwindAgain(u, t)
+			if again {
+				key = stackKey{start: t.StartTime, sp: t.SyscallSP, pc: t.SyscallPC, voluntary: t.Voluntary}
+				moved = true
+			}
 		}
 		if want != nil {
 			t.Stack = nativePart(t.Stack)
@@ -135,6 +152,7 @@ func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.F
 		}
 	}
 	s.stacks.cache = next
+	return moved
 }
 
 // nativePart cuts a JVM thread's native stack where it enters code no
@@ -154,22 +172,32 @@ func nativePart(st []procfs.StackFrame) []procfs.StackFrame {
 }
 
 // unwindAgain reads a thread whose stack was discarded once more: when it
-// is blocked again in the same system call on the same arguments (the
-// same futex word, so the sample's grouping still holds), its stack is
-// unwound from where it is now and kept if the thread did not move
-// meanwhile. Otherwise the thread is left as the sweep saw it, without a
-// stack.
-func (s *Sampler) unwindAgain(u *procfs.Unwinder, t *snapshot.OSThread) []procfs.StackFrame {
+// is blocked again in a system call, its stack is unwound from where it is
+// now and kept if the thread did not move meanwhile, and t then holds the
+// thread's state of this second read (moved says so when its system call
+// or arguments differ from the sweep's). Otherwise the thread is left as
+// the sweep saw it, without a stack.
+func (s *Sampler) unwindAgain(u *procfs.Unwinder, t *snapshot.OSThread) (st []procfs.StackFrame, moved bool) {
 	orig := *t
-	if !s.threads.ReadNow(t) || t.Syscall != orig.Syscall || t.SyscallArgs != orig.SyscallArgs || t.SyscallSP == 0 || t.SyscallPC == 0 {
-		*t = orig
-		return nil
+	for try := 0; try < unwindRetries; try++ {
+		if !s.threads.ReadNow(t) || t.Syscall < 0 || t.SyscallSP == 0 || t.SyscallPC == 0 {
+			break // running, or gone
+		}
+		st = u.Unwind(procfs.Regs{PC: t.SyscallPC, SP: t.SyscallSP}, s.mem, procfs.MaxStackFrames)
+		if len(st) == 0 {
+			break
+		}
+		if s.threads.StillBlocked(t) {
+			s.stacks.Retried++
+			return st, t.Syscall != orig.Syscall || t.SyscallArgs != orig.SyscallArgs
+		}
 	}
-	st := u.Unwind(procfs.Regs{PC: t.SyscallPC, SP: t.SyscallSP}, s.mem, procfs.MaxStackFrames)
-	if len(st) == 0 || !s.threads.StillBlocked(t) {
-		*t = orig
-		return nil
-	}
-	s.stacks.Retried++
-	return st
+	*t = orig
+	return nil, false
 }
+
+// unwindRetries bounds the reads again of a thread that keeps moving while
+// its stack is read: a write group's followers wait a few hundred
+// microseconds at a time, and on a busy 2-core machine one retry read a
+// third of RocksDB's JNI writers in the first sample, three most of them.
+const unwindRetries = 3
