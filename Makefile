@@ -71,19 +71,20 @@ javalibs:
 	@tmp=$$(mktemp -d $(abspath $(JAVALIBS_DIR))/.fetch.XXXXXX) || exit 1; \
 	trap 'rm -rf "$$tmp"' EXIT; \
 	grep -v '^[[:space:]]*\(#\|$$\)' $(JAVALIBS_PINS) | while read -r coord want; do \
-		rest=$${coord#*:}; artifact=$${rest%%:*}; version=$${rest#*:}; \
-		jar=$(JAVALIBS_DIR)/$$artifact-$$version.jar; \
+		rest=$${coord#*:}; artifact=$${rest%%:*}; version=$${rest#*:}; file=$$artifact-$$version; \
+		case $$version in *:jar:*) file=$$artifact-$${version%%:*}-$${version##*:};; esac; \
+		jar=$(JAVALIBS_DIR)/$$file.jar; \
 		if [ -f "$$jar" ] && [ "$$(sha256sum "$$jar" | cut -d' ' -f1)" = "$$want" ]; then continue; fi; \
 		echo "javalibs: fetching $$coord with Maven"; \
-		out=$$(cd "$$tmp" && $(MVN) -B -q dependency:copy -Dartifact="$$coord" -DoutputDirectory="$$tmp" </dev/null 2>&1) && [ -f "$$tmp/$$artifact-$$version.jar" ] || { \
+		out=$$(cd "$$tmp" && $(MVN) -B -q dependency:copy -Dartifact="$$coord" -DoutputDirectory="$$tmp" </dev/null 2>&1) && [ -f "$$tmp/$$file.jar" ] || { \
 			printf '%s\n' "$$out" >&2; \
 			echo "javalibs: $(MVN) could not fetch $$coord (its output is above; check the network and your Maven settings)" >&2; exit 1; }; \
-		got=$$(sha256sum "$$tmp/$$artifact-$$version.jar" | cut -d' ' -f1); \
+		got=$$(sha256sum "$$tmp/$$file.jar" | cut -d' ' -f1); \
 		if [ "$$got" != "$$want" ]; then \
-			rm -f "$$tmp/$$artifact-$$version.jar" "$$jar"; \
-			echo "javalibs: $$artifact-$$version.jar has sha256 $$got, want $$want (pinned in $(JAVALIBS_PINS)): refusing it" >&2; exit 1; \
+			rm -f "$$tmp/$$file.jar" "$$jar"; \
+			echo "javalibs: $$file.jar has sha256 $$got, want $$want (pinned in $(JAVALIBS_PINS)): refusing it" >&2; exit 1; \
 		fi; \
-		mv "$$tmp/$$artifact-$$version.jar" "$$jar" || exit 1; \
+		mv "$$tmp/$$file.jar" "$$jar" || exit 1; \
 	done
 
 vet: assets

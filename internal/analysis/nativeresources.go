@@ -175,8 +175,10 @@ func (a *Aggregator) classifyNative(s *snapshot.Snapshot) []*nativeVerdict {
 				ta.nativeBusy++
 			}
 		}
-		if !t.Sleeping() || jvm && len(t.Stack) == 0 {
-			continue // running (its place is kept); a JVM's thread the dump judges
+		if !t.Sleeping() || jvm && len(t.Stack) == 0 && ta.nv.places[0].w.Verdict == "" {
+			// Running (its place is kept); a JVM's thread the dump judges,
+			// unless its native stack was read in this wait before.
+			continue
 		}
 		c := a.nativeVerdictOf(t, &ta.nv, jvm, s.Futexes, kindOf)
 		if c.w.Verdict == "" {
@@ -240,10 +242,39 @@ func (a *Aggregator) shareVerdicts(out []*nativeVerdict) {
 // the last stack judged (its key, and the trampolines' generation it was
 // judged in) and what it gave, and the wait it was judged in.
 type nativeSlot struct {
-	key   nativeCacheKey
-	gen   int
-	c     nativeCached
-	place placedVerdict
+	key nativeCacheKey
+	gen int
+	c   nativeCached
+	// places are the thread's last two waits whose stacks were read, the
+	// latest first: a thread that takes turns between two waits (a write
+	// group's leader and follower, a pool worker waiting for a task and
+	// inside one) keeps both.
+	places [2]placedVerdict
+}
+
+// place is the thread's earlier verdict in the wait t is in, if any.
+func (slot *nativeSlot) place(t *procfs.Thread) (placedVerdict, bool) {
+	for _, p := range slot.places {
+		if p.w.Verdict != "" && p.start == t.StartTime && p.syscall == t.Syscall && sameWait(p.word, t.SyscallArgs[0]) && p.op == t.SyscallArgs[1] && (p.sp == t.SyscallSP || !p.mixed) {
+			return p, true
+		}
+	}
+	return placedVerdict{}, false
+}
+
+// remember keeps p as the thread's latest place: a word it waited on
+// before with another verdict tells its waits apart only by the stack
+// depth from now on.
+func (slot *nativeSlot) remember(p placedVerdict) {
+	for i, old := range slot.places {
+		if old.w.Verdict != "" && old.start == p.start && sameWait(old.word, p.word) && old.op == p.op {
+			p.mixed = old.mixed || old.w.Verdict != p.w.Verdict
+			copy(slot.places[1:i+1], slot.places[:i])
+			slot.places[0] = p
+			return
+		}
+	}
+	slot.places[1], slot.places[0] = slot.places[0], p
 }
 
 // nativeCached is what a thread's stack gives, kept with the stack.
@@ -289,21 +320,20 @@ func (a *Aggregator) nativeVerdictOf(t *procfs.Thread, slot *nativeSlot, jvm boo
 			c.pool = nativewait.FunctionName(c.w.Entry)
 		}
 		slot.key, slot.gen, slot.c = k, nw.tramp.Gen, c
-		if !jvm && c.w.Kind != "" {
-			old := slot.place
-			slot.place = placedVerdict{start: t.StartTime, syscall: t.Syscall, word: t.SyscallArgs[0], op: t.SyscallArgs[1], sp: t.SyscallSP, w: c.w}
-			// A word the thread waited on with two verdicts (a worker's
-			// own condition, in its loop and inside a task) tells its
-			// waits apart only by the stack depth from now on.
-			if old.w.Verdict != "" && sameWait(old.word, t.SyscallArgs[0]) {
-				slot.place.mixed = old.mixed || old.w.Verdict != c.w.Verdict
-			}
+		if c.w.Kind != "" {
+			slot.remember(placedVerdict{start: t.StartTime, syscall: t.Syscall, word: t.SyscallArgs[0], op: t.SyscallArgs[1], sp: t.SyscallSP, w: c.w})
 		}
 		return c
 	}
 	var c nativeCached
-	if p := slot.place; !jvm && p.w.Verdict != "" && p.syscall == t.Syscall && sameWait(p.word, t.SyscallArgs[0]) && p.op == t.SyscallArgs[1] && (p.sp == t.SyscallSP || !p.mixed) {
-		c.w = p.w // it woke while its stack was read, and waits again where it did
+	if p, ok := slot.place(t); ok {
+		// It woke while its stack was read, and waits again where it
+		// did (a JNI library's thread too: RocksDB's write-group
+		// follower waits on the condition of its Writer, an object on
+		// its stack at the same place at every write).
+		c.w = p.w
+	} else if jvm {
+		return nativeCached{} // the JVM's own wait: the dump judges it
 	} else {
 		c.w = nativewait.Classify(nativewait.Thread{State: t.State, Syscall: t.Syscall, Args: t.SyscallArgs, WChan: t.WChan, FutexKind: kindOf(t.TID), FromJava: jvm})
 		c.kernel = true
@@ -664,6 +694,11 @@ func (a *Aggregator) noteJNI(s *snapshot.Snapshot, verdicts []*nativeVerdict, lo
 			a.native.jni = map[int]nativeVerdict{}
 		}
 		a.native.jni[s.Threads[i].TID] = *v
+		if v.w.Verdict == nativewait.Contention && i < len(a.os.cur) {
+			// It waits in the library's code, on a resource the
+			// findings report: not stuck in its native method.
+			a.noteNativeLockThread(a.os.cur[i])
+		}
 	}
 }
 

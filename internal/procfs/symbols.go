@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -269,7 +270,7 @@ func (s *Symbolizer) resolve(addr uint64) (resolved, bool, error) {
 // inModule names addr in the binary at path, whose ELF data em holds: its
 // symbol, else its offset from the binary's first mapping.
 func inModule(addr uint64, path string, em *elfModule) Location {
-	l := Location{Address: addr, Module: filepath.Base(strings.TrimSuffix(path, " (deleted)")), ModulePath: path}
+	l := Location{Address: addr, Module: moduleName(path), ModulePath: path}
 	if em.err != nil {
 		l.Offset = addr - em.start
 		return l
@@ -521,4 +522,19 @@ func (s *Symbolizer) module(path string, first Mapping) *elfModule {
 		file.Close()
 	}
 	return em
+}
+
+// tempToken matches the random part a temporary file's name carries: the
+// decimal number Java's File.createTempFile inserts (a JNI library a jar
+// extracts before loading it: librocksdbjni6232283238053418444.so), or a
+// UUID (sqlite-jdbc's extracted library). Twelve digits or more: version
+// numbers and dates are shorter.
+var tempToken = regexp.MustCompile(`[0-9]{12,}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
+
+// moduleName names the binary mapped from path: its base name, with a
+// temporary file's random part as "*", so that a library a process
+// extracts under a new name at every start keeps one name (and the
+// resources at its sites one key) across restarts and hosts.
+func moduleName(path string) string {
+	return tempToken.ReplaceAllLiteralString(filepath.Base(strings.TrimSuffix(path, " (deleted)")), "*")
 }

@@ -3,8 +3,6 @@ package procfs
 import (
 	"debug/elf"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -70,7 +68,7 @@ func (u *Unwinder) module(first Mapping) *unwindModule {
 	if um, ok := u.modules[first.Path]; ok {
 		return um
 	}
-	um := &unwindModule{name: filepath.Base(strings.TrimSuffix(first.Path, " (deleted)")), start: first.Start}
+	um := &unwindModule{name: moduleName(first.Path), start: first.Start}
 	if len(u.modules) >= maxOpenModules*16 {
 		clear(u.modules)
 	}

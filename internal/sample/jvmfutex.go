@@ -288,7 +288,21 @@ const (
 	dumpedJavaWaiting
 	// dumpedJavaOther: with Java frames, in any other state.
 	dumpedJavaOther
+	// dumpedJavaInNative: RUNNABLE in a native method (its top frame) of
+	// a library, not of the JDK: where it blocks, it blocks in the
+	// library's code, which only its native stack shows.
+	dumpedJavaInNative
 )
+
+// jdkModule says a frame's module (as the dump prints it,
+// "java.base@17.0.15") is one of the JDK's own: by JEP 200 their names
+// begin with "java." or "jdk.". The JDK's native methods (the reference
+// handler's wait for pending references) wait in the JVM's machinery, and
+// the dump's verdict on them stands. A class on the class path prints no
+// module.
+func jdkModule(m string) bool {
+	return strings.HasPrefix(m, "java.") || strings.HasPrefix(m, "jdk.")
+}
 
 // noteDumpThreads remembers how the dump lists each tid, for
 // jvmFutexFilter.internal and waitsNeeded: one table for both, built
@@ -312,6 +326,12 @@ func (s *Sampler) noteDumpThreads(d *threaddump.Dump) {
 		switch t.State {
 		case threaddump.StateBlocked, threaddump.StateWaiting, threaddump.StateTimedWaiting:
 			s.dumped[tid] = dumpedJavaWaiting
+		case threaddump.StateRunnable:
+			if t.Frames[0].Native && !jdkModule(t.Frames[0].Module) {
+				s.dumped[tid] = dumpedJavaInNative
+			} else {
+				s.dumped[tid] = dumpedJavaOther
+			}
 		default:
 			s.dumped[tid] = dumpedJavaOther
 		}

@@ -27,8 +27,22 @@ import (
 // Jar is one pinned third-party jar.
 type Jar struct {
 	Group, Artifact, Version string
-	SHA256                   string // hex, as pinned
-	Path                     string // build/javalibs/<artifact>-<version>.jar (absolute)
+	// Classifier names a variant of the artifact, as Maven's
+	// group:artifact:version:jar:classifier does (rocksdbjni's linux64
+	// jar holds only the Linux x86-64 library); empty for the main jar.
+	Classifier string
+	SHA256     string // hex, as pinned
+	// Path is build/javalibs/<artifact>-<version>[-<classifier>].jar
+	// (absolute).
+	Path string
+}
+
+// FileName is the jar's name as Maven copies it.
+func (j Jar) FileName() string {
+	if j.Classifier != "" {
+		return j.Artifact + "-" + j.Version + "-" + j.Classifier + ".jar"
+	}
+	return j.Artifact + "-" + j.Version + ".jar"
 }
 
 // jarsRE matches the marker a workload uses to name the artifacts it needs,
@@ -54,7 +68,7 @@ func libPaths() (src, jars string, err error) {
 }
 
 // pins reads testdata/javalibs/libraries.txt: "group:artifact:version sha256"
-// per line, '#' comments.
+// or "group:artifact:version:jar:classifier sha256" per line, '#' comments.
 func pins() (map[string]Jar, error) {
 	src, jarDir, err := libPaths()
 	if err != nil {
@@ -75,11 +89,14 @@ func pins() (map[string]Jar, error) {
 		}
 		fields := strings.Fields(line)
 		coord := strings.Split(fields[0], ":")
-		if len(fields) != 2 || len(coord) != 3 || len(fields[1]) != 64 {
-			return nil, fmt.Errorf("%s:%d: want \"group:artifact:version sha256\", got %q", path, n, line)
+		if len(fields) != 2 || !(len(coord) == 3 || len(coord) == 5 && coord[3] == "jar" && coord[4] != "") || len(fields[1]) != 64 {
+			return nil, fmt.Errorf("%s:%d: want \"group:artifact:version[:jar:classifier] sha256\", got %q", path, n, line)
 		}
 		j := Jar{Group: coord[0], Artifact: coord[1], Version: coord[2], SHA256: fields[1]}
-		j.Path = filepath.Join(jarDir, j.Artifact+"-"+j.Version+".jar")
+		if len(coord) == 5 {
+			j.Classifier = coord[4]
+		}
+		j.Path = filepath.Join(jarDir, j.FileName())
 		out[j.Artifact] = j
 	}
 	return out, sc.Err()

@@ -25,7 +25,7 @@ func TestLibWorkloadJarsArePinnedAndIntact(t *testing.T) {
 			t.Errorf("%s needs no jar", w.name)
 		}
 		for _, j := range jars {
-			if filepath.Base(j.Path) != j.Artifact+"-"+j.Version+".jar" {
+			if filepath.Base(j.Path) != j.FileName() || !strings.HasPrefix(j.FileName(), j.Artifact+"-"+j.Version) {
 				t.Errorf("%s: jar path %s", w.name, j.Path)
 			}
 		}
