@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,8 +21,26 @@ import (
 //
 //	go test ./internal/sample -run '^$' -bench FirstNativeSummary1000Threads -benchtime 5x
 func BenchmarkFirstNativeSummary1000Threads(b *testing.B) {
+	benchFirstNativeSummary(b, 500, 900)
+}
+
+// BenchmarkFirstNativeSummary10000Threads is the same for a server of
+// 10,000 threads (5,000 waiters on each mutex). Issue 34's budget: the
+// first summary still within 1 s. A first sample unwinds at most
+// maxUnwindsPerTick stacks afresh; the benchmark fails when fewer waiters
+// than that had a stack, or when either mutex's resource is missing.
+//
+//	go test ./internal/sample -run '^$' -bench FirstNativeSummary10000Threads -benchtime 5x
+func BenchmarkFirstNativeSummary10000Threads(b *testing.B) {
+	benchFirstNativeSummary(b, 5000, maxUnwindsPerTick)
+}
+
+// benchFirstNativeSummary starts stacks.c with waiters threads on each of
+// its two mutexes and times fresh `ctprof attach --count 1` runs; each
+// must have unwound at least minStacks waiters' stacks.
+func benchFirstNativeSummary(b *testing.B, waiters, minStacks int) {
 	bin := buildCtprof(b)
-	p := testnative.Start(b, "stacks", "500")
+	p := testnative.Start(b, "stacks", strconv.Itoa(waiters))
 	var walls []float64
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
@@ -37,6 +56,11 @@ func BenchmarkFirstNativeSummary1000Threads(b *testing.B) {
 					Samples int `json:"samples"`
 				} `json:"wait_frames"`
 			} `json:"locks"`
+			Sites []struct {
+				Native    bool   `json:"native"`
+				Waiters   int    `json:"waiters"`
+				WaitFrame string `json:"wait_frame"`
+			} `json:"contention_sites"`
 		}
 		if err := json.Unmarshal(out, &sum); err != nil {
 			b.Fatalf("summary: %v", err)
@@ -47,8 +71,17 @@ func BenchmarkFirstNativeSummary1000Threads(b *testing.B) {
 				stacks += f.Samples
 			}
 		}
-		if stacks < 900 {
-			b.Fatalf("only %d of the ~1,000 waiters had their stacks unwound: %.300s", stacks, out)
+		if stacks < minStacks {
+			b.Fatalf("only %d of the ~%d waiters had their stacks unwound: %.300s", stacks, 2*waiters, out)
+		}
+		sites := 0
+		for _, cs := range sum.Sites {
+			if cs.Native && cs.Waiters >= waiters*9/10 && (strings.HasPrefix(cs.WaitFrame, "post_entry") || strings.HasPrefix(cs.WaitFrame, "take_global")) {
+				sites++
+			}
+		}
+		if sites != 2 {
+			b.Fatalf("%d of the 2 mutexes' resources with ~%d waiters each: %.600s", sites, waiters, out)
 		}
 		walls = append(walls, wall.Seconds())
 	}
