@@ -221,3 +221,15 @@ func TestStrippedStartRoutineIsTheSite(t *testing.T) {
 	assert.Equal(t, "memcached+0x17a19", w.Site)
 	assert.Equal(t, Contention, w.Verdict)
 }
+
+// A stack cut before the thread's start names no start routine: the pool
+// of a thread is its start routine only where the unwind reached it.
+func TestCutStackNamesNoEntry(t *testing.T) {
+	cut := futexWait(procfs.FutexLock, stack("libc.so.6:__lll_lock_wait", "libc.so.6:pthread_mutex_lock", "mariadbd:inline_mysql_mutex_lock", "mariadbd:Protocol::net_send_ok"))
+	w := Classify(cut)
+	assert.Equal(t, Contention, w.Verdict, w.Reason)
+	assert.Equal(t, "", w.Entry)
+	whole := futexWait(procfs.FutexLock, stack("libc.so.6:__lll_lock_wait", "libc.so.6:pthread_mutex_lock", "mariadbd:inline_mysql_mutex_lock", "mariadbd:Protocol::net_send_ok",
+		"mariadbd:dispatch_command", "mariadbd:do_command", "mariadbd:handle_one_connection", "libc.so.6:start_thread", "libc.so.6:clone3"))
+	assert.Equal(t, "handle_one_connection", Classify(whole).Entry)
+}

@@ -188,7 +188,7 @@ func scope(qname string) string {
 // that ends elsewhere was not unwound to the thread's start.
 var threadEntries = map[string]bool{
 	"clone": true, "clone3": true, "__clone": true, "start_thread": true, "thread_start": true,
-	"__libc_start_main": true, "__libc_start_call_main": true, "_start": true,
+	"__libc_start_main": true, "__libc_start_main_impl": true, "__libc_start_call_main": true, "_start": true,
 	"runtime.goexit": true, "runtime.mstart": true, "runtime.rt0_go": true,
 }
 
@@ -254,8 +254,14 @@ func readShape(st []procfs.StackFrame, tr *Trampolines) shape {
 	prog := st[top : bottom+1] // the program's frames, the site first, the entry last
 	s.site = JoinFrames(prog[:min(len(prog), siteFrames)])
 	s.module = prog[0].Module
-	s.entry = prog[len(prog)-1].Name()
-	s.loop = s.entry
+	s.loop = prog[len(prog)-1].Name()
+	if complete {
+		// Only a stack unwound down to the thread's start names its
+		// start routine: a cut one ends anywhere (MariaDB connection
+		// threads cut at Protocol::net_send_ok became a pool of that
+		// name).
+		s.entry = s.loop
+	}
 	if len(prog) >= 2 {
 		s.loop = prog[len(prog)-2].Name()
 	}
