@@ -407,11 +407,11 @@ func resourceFinding(cs ContentionSite, s *Summary) (Finding, bool) {
 	who := ""
 	switch {
 	case cs.Ownerless && len(cs.Holders) > 0:
-		who = "nobody holds them while they wait; the thread they wait for runs " + cs.Holders[0].Frame
+		who = "nobody holds them while they wait; the thread they wait for " + HolderDoes(cs.Holders[0].Frame, false)
 	case cs.Ownerless:
 		who = "nobody holds them while they wait: each waits for a signal from another thread"
 	case len(cs.Holders) > 0:
-		who = "their holders run " + cs.Holders[0].Frame
+		who = "their holders " + HolderDoes(cs.Holders[0].Frame, true)
 	}
 	summary := fmt.Sprintf("%s at %s on %s (%s)", what, cs.WaitFrame, shortClass(cs.Class), instances)
 	if who != "" {

@@ -512,3 +512,25 @@ func futexSubject(l LockSummary) (name, where string) {
 	}
 	return name, where
 }
+
+// HolderDoes phrases what a resource's holders did at most (for a wait
+// without an owner, the thread its waiters wait for): "runs FRAME" for a
+// frame of code, "was running" or "was in futex (…)" for what the OS showed
+// of a holder whose stack was not read (holderActivity); plural for
+// holders ("run", "were").
+func HolderDoes(frame string, plural bool) string {
+	was, runs := "was ", "runs "
+	if plural {
+		was, runs = "were ", "run "
+	}
+	switch {
+	case frame == "running", strings.HasPrefix(frame, "in "), strings.HasPrefix(frame, "waiting in "):
+		return was + frame
+	}
+	for _, st := range []byte("RSDTZI") {
+		if frame == osStateName(st) {
+			return was + frame
+		}
+	}
+	return runs + frame
+}

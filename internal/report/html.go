@@ -199,9 +199,10 @@ func facts(in HTMLInput) [][2]string {
 }
 
 var funcs = template.FuncMap{
-	"pct": func(f float64) string { return fmt.Sprintf("%.0f %%", 100*f) },
-	"f1":  func(f float64) string { return fmt.Sprintf("%.1f", f) },
-	"f2":  func(f float64) string { return fmt.Sprintf("%.2f", f) },
+	"pct":        func(f float64) string { return fmt.Sprintf("%.0f %%", 100*f) },
+	"holderDoes": analysis.HolderDoes,
+	"f1":         func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"f2":         func(f float64) string { return fmt.Sprintf("%.2f", f) },
 	"deref": func(p *string) string {
 		if p == nil {
 			return ""

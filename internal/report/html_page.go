@@ -32,14 +32,14 @@ const pageHTML = `{{template "head" .}}
   {{- if .S.ContentionSites}}
   <p class="hint">A resource is a class waited for at the frame where the waiting code calls in, over all its instances: a convoy through a latch per waiter or a transaction object per holder is one queue here. The lock instances are below.</p>
   <table id="table-resources" class="sortable">
-    <thead><tr><th>resource</th><th data-type="num">peak waiters</th><th data-type="num">avg waiters</th><th data-type="num">blocked share</th><th data-type="num">thread-seconds</th><th data-type="num">instances</th><th>who waits</th><th>what the holders run</th></tr></thead>
+    <thead><tr><th>resource</th><th data-type="num">peak waiters</th><th data-type="num">avg waiters</th><th data-type="num">blocked share</th><th data-type="num">thread-seconds</th><th data-type="num">instances</th><th>who waits</th><th>what the holders do</th></tr></thead>
     <tbody>
     {{- range .S.ContentionSites}}
       <tr data-resource="{{.ID}}"><td class="name">{{.Class}}<br><small>{{.Kind}} at {{.WaitFrame}}</small></td>
       <td data-v="{{.Waiters}}">{{.Waiters}}</td><td data-v="{{.AvgWaiters}}">{{f2 .AvgWaiters}}</td><td data-v="{{.BlockedShare}}">{{pct .BlockedShare}}<br><small>in {{.DumpsSeen}} dump(s)</small></td><td data-v="{{.BlockedThreadSeconds}}">{{f1 .BlockedThreadSeconds}}</td>
       <td data-v="{{.Instances}}">{{.Instances}}<br><small>{{if eq .Instances 1}}one instance{{else if .Striped}}striped: one waiter each, each behind its own holder{{else}}one queue over {{.PeakInstances}} at once{{end}}</small></td>
       <td>{{if .Pool}}{{.PoolWaiting}} of {{.PoolThreads}} {{.Pool}}{{if .OthersRun}}<br><small>others work in {{(index .OthersRun 0).Frame}}</small>{{end}}{{end}}</td>
-      <td>{{if .Holders}}{{if .Ownerless}}<small>nobody holds it; the thread they wait for runs</small><br>{{end}}{{(index .Holders 0).Frame}}{{else if .Ownerless}}nobody holds it: they wait for a signal or a hand-off{{end}}</td></tr>
+      <td>{{if .Holders}}{{if .Ownerless}}<small>nobody holds it; the thread they wait for</small><br>{{holderDoes (index .Holders 0).Frame false}}{{else}}{{holderDoes (index .Holders 0).Frame true}}{{end}}{{else if .Ownerless}}nobody holds it: they wait for a signal or a hand-off{{end}}</td></tr>
     {{- end}}
     </tbody>
   </table>

@@ -676,6 +676,12 @@ func writeResources(tw *textWriter, s *analysis.Summary, top int) {
 		}
 		if x := c.Exact; x != nil {
 			tw.printf("               the kernel counted %d waits (%.0f a second), %.1f s of waiting\n", x.Waits, x.PerSecond, x.WaitSeconds)
+			if c.DumpsSeen == 0 {
+				// Waits too short for any sample: the stacks the kernel
+				// copied at them name this site; there is nothing else.
+				tw.printf("               no sample saw a waiter here: its waits were shorter than the interval\n")
+				continue
+			}
 		}
 		if c.Native && s.Samples > 1 {
 			tw.printf("               avg %.2f waiters, waiting in %.0f%% of samples (%d of %d)", c.AvgWaiters, 100*c.BlockedShare, c.DumpsSeen, s.Samples)
@@ -706,11 +712,11 @@ func writeResources(tw *textWriter, s *analysis.Summary, top int) {
 			tw.printf("\n")
 		}
 		if len(c.Holders) > 0 {
-			who := "holders run"
+			who := "holders " + analysis.HolderDoes(c.Holders[0].Frame, true)
 			if c.Ownerless {
-				who = "nobody holds it; the thread they wait for runs"
+				who = "nobody holds it; the thread they wait for " + analysis.HolderDoes(c.Holders[0].Frame, false)
 			}
-			tw.printf("               %s %s\n", who, T(c.Holders[0].Frame))
+			tw.printf("               %s\n", T(who))
 		} else if c.Ownerless {
 			tw.printf("               nobody holds it: they wait for a signal or a hand-off\n")
 		}
