@@ -45,6 +45,9 @@ need /usr/sbin/apache2 apache2
 need ab apache2-utils
 need /usr/sbin/varnishd varnish
 need c++ g++               # the C++ test programs (std::mutex)
+# A real debuginfod server, serving the debug file of a stripped test program
+# (internal/procfs: symbols fetched by build-id over DEBUGINFOD_URLS)
+need debuginfod debuginfod
 [ -x "$JDK17_HOME/bin/javac" ] && [ -x "$JDK17_HOME/bin/jcmd" ] || missing_pkgs+=(openjdk-17-jdk-headless)
 
 if [ ${#missing_pkgs[@]} -gt 0 ]; then

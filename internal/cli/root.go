@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"strings"
 
+	"github.com/ctprof/ctprof/internal/debuginfod"
+	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/self"
 	"github.com/spf13/cobra"
 )
@@ -102,7 +105,9 @@ func Main(args []string, in io.Reader, out, errOut io.Writer) int {
 	root := NewRootCmd(IO{In: in, Out: out, ErrOut: errOut})
 	root.SetArgs(args)
 	stopProfiles := self.StartProfiles(errOut)
+	stopDebuginfod := startDebuginfod()
 	err := root.Execute()
+	stopDebuginfod()
 	stopProfiles()
 	if err == nil {
 		return ExitOK
@@ -142,4 +147,22 @@ func checkTop(top int) error {
 		return usageErrorf("--top must be at least 1, not %d", top)
 	}
 	return nil
+}
+
+// startDebuginfod lets the unwinders fetch the debug files of stripped
+// binaries from the debuginfod servers DEBUGINFOD_URLS names in ctprof's
+// own environment (never the target's), in the background, into the
+// cache gdb and perf use; the returned func stops the fetches under way.
+func startDebuginfod() func() {
+	o, ok := debuginfod.OptionsFromEnv(os.Getenv)
+	if !ok {
+		return func() {}
+	}
+	o.Verify = procfs.VerifyDebugFile
+	c := debuginfod.New(o)
+	procfs.SetDebuginfod(c)
+	return func() {
+		procfs.SetDebuginfod(nil)
+		c.Close()
+	}
 }

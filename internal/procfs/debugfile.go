@@ -64,28 +64,10 @@ func openDebugFile(fs FS, pid int, id string) (*os.File, *elf.File) {
 	if len(id) < 4 {
 		return nil, nil
 	}
-	root, err := unix.Open(fs.pidPath(pid, "root"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
+	file := openInRoot(fs, pid, debugDir+id[:2]+"/"+id[2:]+".debug")
+	if file == nil {
 		return nil, nil
 	}
-	defer unix.Close(root)
-	fd, err := Openat2(root, debugDir+id[:2]+"/"+id[2:]+".debug", &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if err != nil {
-		return nil, nil
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, nil
-	}
-	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil
-	}
-	file := os.NewFile(uintptr(rfd), id+".debug")
 	f, err := elf.NewFile(file)
 	if err != nil || buildID(f) != id {
 		// A debug file of another build would name the wrong symbols.
@@ -93,4 +75,32 @@ func openDebugFile(fs FS, pid int, id string) (*os.File, *elf.File) {
 		return nil, nil
 	}
 	return file, f
+}
+
+// openInRoot opens the regular file at path (relative to the target's
+// root) for reading, resolved inside that root without following magic
+// links; nil when there is none.
+func openInRoot(fs FS, pid int, path string) *os.File {
+	root, err := unix.Open(fs.pidPath(pid, "root"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(root)
+	fd, err := Openat2(root, path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil
+	}
+	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	return os.NewFile(uintptr(rfd), path)
 }

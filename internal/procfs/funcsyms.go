@@ -3,7 +3,7 @@ package procfs
 import (
 	"debug/elf"
 	"encoding/binary"
-	"os"
+	"io"
 	"sort"
 	"strings"
 )
@@ -34,15 +34,11 @@ type funcCandidate struct {
 
 // loadFuncTable reads the function symbols of the symbol table of the
 // given type in file (parsed as f); nil when it has none.
-func loadFuncTable(file *os.File, f *elf.File, typ elf.SectionType) *funcTable {
-	if f.Class != elf.ELFCLASS64 {
+func loadFuncTable(file io.ReaderAt, size int64, f *elf.File, typ elf.SectionType) *funcTable {
+	if f.Class != elf.ELFCLASS64 || size <= 0 {
 		return nil
 	}
-	st, err := file.Stat()
-	if err != nil {
-		return nil
-	}
-	fileSize := uint64(st.Size())
+	fileSize := uint64(size)
 	sec := f.SectionByType(typ)
 	if sec == nil || int(sec.Link) >= len(f.Sections) {
 		return nil

@@ -93,6 +93,8 @@ type Symbolizer struct {
 	// stacks remembers, by the start of an anonymous mapping, the thread
 	// whose stack it was last seen to be (GroupFutexWaits).
 	stacks map[uint64]int
+	// pending are the build-ids of its binaries asked of debuginfod.
+	pending map[string]bool
 }
 
 // maxStacks bounds the stacks remembered; a process may create and end
@@ -143,6 +145,14 @@ func (s *Symbolizer) Resolve(addr uint64) (Location, error) {
 
 // resolveSpan is Resolve with the span of an anonymous mapping.
 func (s *Symbolizer) resolveSpan(addr uint64) (resolved, error) {
+	for id := range s.pending {
+		// A debug file debuginfod was sending has come: addresses named
+		// without it are named again.
+		if _, ok := debuginfodClient.Load().Lookup(id); ok {
+			delete(s.pending, id)
+			clear(s.cache)
+		}
+	}
 	if r, ok := s.cache[addr]; ok {
 		return r, nil
 	}
@@ -339,7 +349,7 @@ func (s *Symbolizer) resolveByQuery(addr uint64) (resolved, bool, error) {
 		return s.inMapping(addr, m), true, nil
 	}
 	em, ok := s.modules[mod.Path]
-	if !ok {
+	if !ok || em.pending != "" {
 		em = s.module(mod.Path, s.firstMapping(mod))
 	}
 	if !em.holds(addr) {
@@ -408,6 +418,9 @@ type elfModule struct {
 	// (the highest PT_LOAD end, a link-time address); 0 when unknown.
 	memEnd uint64
 	syms   *symbolTable
+	// pending is the build-id asked of debuginfod while the binary's own
+	// names stand in; "" when nothing is awaited.
+	pending string
 }
 
 // holds says whether addr, found in the binary's address range, is the
@@ -464,7 +477,18 @@ const maxOpenModules = 64
 // module loads the ELF data of path once; failures are remembered too.
 func (s *Symbolizer) module(path string, first Mapping) *elfModule {
 	if em, ok := s.modules[path]; ok {
-		return em
+		if em.pending == "" {
+			return em
+		}
+		if _, ok := debuginfodClient.Load().Lookup(em.pending); !ok {
+			return em
+		}
+		// The debug file a debuginfod server was sending has come: the
+		// binary is read again, named by it.
+		if em.syms != nil {
+			em.syms.close()
+		}
+		delete(s.modules, path)
 	}
 	em := &elfModule{start: first.Start}
 	s.modules[path] = em
@@ -504,8 +528,25 @@ func (s *Symbolizer) module(path string, first Mapping) *elfModule {
 		}
 	}
 	if !hasSymtab(f) {
-		// A stripped binary: its full table may be in a debug package.
-		if dfile, df := openDebugFile(s.fs, s.pid, buildID(f)); dfile != nil {
+		// A stripped binary: its full table may be in a debug package,
+		// or in the file its .gnu_debuglink names.
+		id := buildID(f)
+		dfile, df := openDebugFile(s.fs, s.pid, id)
+		if dfile == nil {
+			dfile, df = openDebugLink(s.fs, s.pid, f, first.Path, id)
+		}
+		if c := debuginfodClient.Load(); dfile == nil && c != nil && id != "" {
+			if p, ok := c.Lookup(id); ok {
+				dfile, df = openFetchedDebugFile(p, id)
+			} else {
+				em.pending = id
+				if s.pending == nil {
+					s.pending = map[string]bool{}
+				}
+				s.pending[id] = true
+			}
+		}
+		if dfile != nil {
 			if t := loadSymbols(dfile, df, open >= maxOpenModules); len(t.syms) > 0 {
 				file.Close()
 				em.syms = t

@@ -35,6 +35,10 @@ type Unwinder struct {
 	sigs  map[uint64]bool
 	win   stackWindow
 	stats UnwindStats
+	// symGen is the symbolGen its frame cache was named at; reported the
+	// build-ids whose failed fetch Refresh has told of.
+	symGen   uint64
+	reported map[string]bool
 }
 
 // UnwindStats count an Unwinder's work (for benchmarks and tests).
@@ -486,7 +490,7 @@ func (u *Unwinder) lookupPC(pc, look uint64) pcInfo {
 	}
 	vaddr, vlook := pc-um.bias, look-um.bias
 	info.frame.Offset = vaddr
-	if name, start, ok := um.tab.funcs.lookup(vlook); ok {
+	if name, start, ok := um.tab.funcs.Load().lookup(vlook); ok {
 		info.frame.Function, info.frame.Offset = demangleSymbol(name), vaddr-start
 	}
 	info.row = um.tab.row(vlook)

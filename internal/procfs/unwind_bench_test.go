@@ -118,7 +118,7 @@ func TestUnwindTableBytesLibc(t *testing.T) {
 	for _, m := range u.modules {
 		if m.tab != nil {
 			t.Logf("%s: eh %d bytes (%d FDEs, section %d), funcs %d bytes (%d functions, names %d)", m.name,
-				m.tab.eh.bytes(), m.tab.eh.fdeCount(), len(m.tab.eh.data), m.tab.funcs.bytes(), len(m.tab.funcs.funcs), len(m.tab.funcs.names))
+				m.tab.eh.bytes(), m.tab.eh.fdeCount(), len(m.tab.eh.data), m.tab.funcs.Load().bytes(), len(m.tab.funcs.Load().funcs), len(m.tab.funcs.Load().names))
 		}
 	}
 }

@@ -2,29 +2,78 @@ package procfs
 
 import (
 	"debug/elf"
+	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
 
 // moduleTables are what unwinding needs of one binary: its call-frame
 // information and its function symbols. They are read once per binary
-// and shared by every Unwinder (see tableCache), immutable once built.
+// and shared by every Unwinder (see tableCache), immutable once built but
+// for the function symbols of a binary whose debug file a debuginfod
+// server is still sending (pending): they are replaced when it arrives.
 type moduleTables struct {
 	// eh is the .eh_frame; debug the .debug_frame, read too when the
 	// binary has one, for the functions .eh_frame leaves out (a program
 	// built -g without unwind tables has its C runtime's in .eh_frame,
 	// its own in .debug_frame).
 	eh, debug *ehTable
-	funcs     *funcTable
+	funcs     atomic.Pointer[funcTable]
+	// pending is the build-id asked of debuginfod, nil once settled;
+	// name the binary's base name, for the summary's word on binaries
+	// that stayed without names.
+	pending atomic.Pointer[string]
+	name    string
 }
+
+// symbolGen counts the binaries whose names a fetched debug file changed:
+// caches of named frames are dropped when it moves.
+var symbolGen atomic.Uint64
+
+// SymbolGeneration is symbolGen: a cache of frames named before it moved
+// holds names that are better now.
+func SymbolGeneration() uint64 { return symbolGen.Load() }
 
 func (t *moduleTables) bytes() int {
 	if t == nil {
 		return 0
 	}
-	return t.eh.bytes() + t.debug.bytes() + t.funcs.bytes()
+	return t.eh.bytes() + t.debug.bytes() + t.funcs.Load().bytes()
+}
+
+// settle takes the debug file debuginfod fetched for a pending binary, if
+// it has arrived: its function symbols replace the exported ones. It
+// reports whether the names changed.
+func (t *moduleTables) settle() bool {
+	id := t.pending.Load()
+	if id == nil {
+		return false
+	}
+	p, ok := debuginfodClient.Load().Lookup(*id)
+	if !ok {
+		return false
+	}
+	if !t.pending.CompareAndSwap(id, nil) {
+		return false // another unwinder settled it
+	}
+	file, f := openFetchedDebugFile(p, *id)
+	if file == nil {
+		return false
+	}
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return false
+	}
+	if funcs := loadFuncTable(file, st.Size(), f, elf.SHT_SYMTAB); funcs != nil {
+		t.funcs.Store(funcs)
+		symbolGen.Add(1)
+		return true
+	}
+	return false
 }
 
 // row is the CFI row at vaddr, from .eh_frame, else .debug_frame.
@@ -96,7 +145,7 @@ func (u *Unwinder) module(first Mapping) *unwindModule {
 	tab := tableCache.m[key]
 	tableCache.Unlock()
 	if tab == nil {
-		tab = u.loadTables(file, f, id)
+		tab = u.loadTables(file, f, id, first.Path)
 		u.stats.TablesLoaded++
 		tableCache.Lock()
 		if tableCache.m == nil || len(tableCache.m) >= maxCachedTables {
@@ -111,13 +160,27 @@ func (u *Unwinder) module(first Mapping) *unwindModule {
 
 // loadTables reads a binary's call-frame information and function
 // symbols: the full symbol table, else the one of its debug file (by
-// build-id, in the target's root), else the exported ones.
-func (u *Unwinder) loadTables(file *os.File, f *elf.File, id string) *moduleTables {
-	tab := &moduleTables{eh: loadSection(f, ".eh_frame"), debug: loadSection(f, ".debug_frame"), funcs: loadFuncTable(file, f, elf.SHT_SYMTAB)}
-	if tab.funcs == nil || tab.eh == nil && tab.debug == nil {
-		if dfile, df := openDebugFile(u.fs, u.pid, id); dfile != nil {
-			if tab.funcs == nil {
-				tab.funcs = loadFuncTable(dfile, df, elf.SHT_SYMTAB)
+// build-id under /usr/lib/debug/.build-id, then by its .gnu_debuglink, in
+// the target's root), else its MiniDebugInfo, else a debuginfod server's
+// (from the cache now, or fetched in the background while the exported
+// names stand in), else the exported ones.
+func (u *Unwinder) loadTables(file *os.File, f *elf.File, id, binPath string) *moduleTables {
+	tab := &moduleTables{eh: loadSection(f, ".eh_frame"), debug: loadSection(f, ".debug_frame")}
+	size := int64(0)
+	if st, err := file.Stat(); err == nil {
+		size = st.Size()
+	}
+	funcs := loadFuncTable(file, size, f, elf.SHT_SYMTAB)
+	if funcs == nil || tab.eh == nil && tab.debug == nil {
+		dfile, df := openDebugFile(u.fs, u.pid, id)
+		if dfile == nil {
+			dfile, df = openDebugLink(u.fs, u.pid, f, binPath, id)
+		}
+		if dfile != nil {
+			if funcs == nil {
+				if st, err := dfile.Stat(); err == nil {
+					funcs = loadFuncTable(dfile, st.Size(), df, elf.SHT_SYMTAB)
+				}
 			}
 			if tab.eh == nil && tab.debug == nil {
 				tab.debug = loadSection(df, ".debug_frame")
@@ -125,9 +188,30 @@ func (u *Unwinder) loadTables(file *os.File, f *elf.File, id string) *moduleTabl
 			dfile.Close()
 		}
 	}
-	if tab.funcs == nil {
-		tab.funcs = loadFuncTable(file, f, elf.SHT_DYNSYM)
+	if funcs == nil {
+		if r, mf := miniDebugInfo(f); r != nil {
+			funcs = loadFuncTable(r, r.Size(), mf, elf.SHT_SYMTAB)
+		}
 	}
+	if funcs == nil && id != "" {
+		if c := debuginfodClient.Load(); c != nil {
+			if p, ok := c.Lookup(id); ok {
+				if dfile, df := openFetchedDebugFile(p, id); dfile != nil {
+					if st, err := dfile.Stat(); err == nil {
+						funcs = loadFuncTable(dfile, st.Size(), df, elf.SHT_SYMTAB)
+					}
+					dfile.Close()
+				}
+			} else {
+				tab.pending.Store(&id)
+				tab.name = moduleName(binPath)
+			}
+		}
+	}
+	if funcs == nil {
+		funcs = loadFuncTable(file, size, f, elf.SHT_DYNSYM)
+	}
+	tab.funcs.Store(funcs)
 	return tab
 }
 
@@ -146,4 +230,35 @@ func loadBias(f *elf.File, first Mapping) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Refresh takes the debug files a debuginfod server sent since the last
+// call for this process's binaries (their frames are named by them from
+// now on), and reports the binaries whose fetch failed, once each, with
+// the reason: they stay named by module and offset.
+func (u *Unwinder) Refresh() (failed []string) {
+	c := debuginfodClient.Load()
+	if c == nil {
+		return nil
+	}
+	for _, um := range u.modules {
+		if um.tab == nil {
+			continue
+		}
+		um.tab.settle()
+		if id := um.tab.pending.Load(); id != nil && !u.reported[*id] {
+			if err := c.Failed(*id); err != nil {
+				if u.reported == nil {
+					u.reported = map[string]bool{}
+				}
+				u.reported[*id] = true
+				failed = append(failed, fmt.Sprintf("debuginfod has no debug file for %s (build-id %s): %v; its frames stay named by module and offset", um.tab.name, *id, err))
+			}
+		}
+	}
+	if g := symbolGen.Load(); g != u.symGen {
+		u.symGen = g
+		clear(u.pcs) // frames named before the file came
+	}
+	return failed
 }

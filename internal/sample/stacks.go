@@ -50,6 +50,8 @@ type stackState struct {
 	// its stack was read, and Retried those of them read again in the
 	// same wait, over the run (for tests and benchmarks).
 	Unwound, Reused, Discarded, Retried int
+	// symGen is procfs.SymbolGeneration when cache was named.
+	symGen uint64
 }
 
 // readHoldersNow reads each lock holder's state again right after its
@@ -105,6 +107,12 @@ func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.F
 		}
 	}
 	u := s.unwinder()
+	// Debug files a debuginfod server sent since the last sample name
+	// frames from now on: stacks named before are read again.
+	s.notes = append(s.notes, u.Refresh()...)
+	if g := procfs.SymbolGeneration(); g != s.stacks.symGen {
+		s.stacks.symGen, s.stacks.cache = g, nil
+	}
 	next := make(map[int]cachedStack, len(s.stacks.cache))
 	fresh := 0
 	for i := range threads {

@@ -172,6 +172,9 @@ type Options struct {
 	Stripped bool
 	// Flags are extra compiler flags (BuildFlags), as "-O2".
 	Flags []string
+	// Binary runs this file (a build of the program the test prepared:
+	// stripped with a debug link, say) instead of building one.
+	Binary string
 }
 
 // Start builds and starts testdata/c/<name>.c with args, waits for its
@@ -184,10 +187,12 @@ func Start(t testing.TB, name string, args ...string) *Process {
 // StartWith is Start with options.
 func StartWith(t testing.TB, o Options, name string, args ...string) *Process {
 	t.Helper()
-	bin := ""
-	if o.Stripped {
+	bin := o.Binary
+	switch {
+	case bin != "":
+	case o.Stripped:
 		bin = BuildStripped(t, name, o.Flags...)
-	} else {
+	default:
 		bin = BuildFlags(t, name, o.Flags...)
 	}
 	command := append([]string{bin}, args...)

@@ -1,0 +1,259 @@
+package procfs
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/debuginfod"
+	"github.com/ctprof/ctprof/internal/testnative"
+)
+
+// Stripped programs whose symbols live elsewhere, as in production: in a
+// debug file their .gnu_debuglink names, in their MiniDebugInfo, and on a
+// debuginfod server. Each test builds testdata/c/stacks.c, makes the
+// stripped binary and its debug data with binutils (and xz), runs the
+// binary from a directory of its own (a new file: no unwinder has its
+// tables cached) and checks that the deep chain's frames are named by
+// function, where the stripped binary alone gives module+offset.
+
+// tool finds a program the test needs (make deps installs them).
+func tool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	require.NoError(t, err, "%s is needed (make deps installs it)", name)
+	return p
+}
+
+func runTool(t *testing.T, dir string, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(tool(t, name), args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s %s: %s", name, strings.Join(args, " "), out)
+}
+
+// deepChain unwinds the stacks program running from bin and returns the
+// names of its "deep" thread's frames.
+func deepChain(t *testing.T, bin string) []string {
+	t.Helper()
+	p := testnative.StartWith(t, testnative.Options{Binary: bin}, "stacks")
+	defer p.Stop()
+	fs := NewFS("/proc")
+	u := fs.NewUnwinder(p.PID)
+	defer u.Close()
+	mem := fs.NewMemReader(p.PID)
+	defer mem.Close()
+	return frameNames(blockedThreads(t, p.PID, u, mem, stacksProgramThreads)["deep"].Stack)
+}
+
+// strippedWithDebugFile builds stacks, and in a fresh directory the
+// stripped binary and the full build's debug file (objcopy
+// --only-keep-debug); it returns the directory and the binary's name.
+func strippedWithDebugFile(t *testing.T) (dir, full string) {
+	t.Helper()
+	full = testnative.Build(t, "stacks")
+	dir = t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	runTool(t, dir, "objcopy", "--only-keep-debug", full, "stacks.debug")
+	return dir, full
+}
+
+func TestStrippedBinaryNamedThroughItsDebugLink(t *testing.T) {
+	dir, full := strippedWithDebugFile(t)
+	runTool(t, dir, "objcopy", "--strip-all", "--add-gnu-debuglink=stacks.debug", full, "stacks")
+	chain := deepChain(t, filepath.Join(dir, "stacks"))
+	assert.Contains(t, chain, "level_c", "named from the debug file beside it: %v", chain)
+
+	// In the binary's .debug/ as well.
+	require.NoError(t, os.Mkdir(filepath.Join(dir, ".debug"), 0o755))
+	require.NoError(t, os.Rename(filepath.Join(dir, "stacks.debug"), filepath.Join(dir, ".debug", "stacks.debug")))
+	require.NoError(t, os.Rename(filepath.Join(dir, "stacks"), filepath.Join(dir, "stacks2"))) // a new path: no cached tables
+	chain = deepChain(t, filepath.Join(dir, "stacks2"))
+	assert.Contains(t, chain, "level_c", "named from .debug/: %v", chain)
+}
+
+// A debug file of another build under the linked name is not taken: its
+// build-id differs, and its names would be wrong.
+func TestDebugLinkToAnotherBuildIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	full := testnative.Build(t, "stacks")
+	other := testnative.BuildFlags(t, "stacks", "-O2")
+	runTool(t, dir, "objcopy", "--only-keep-debug", full, "stacks.debug")
+	runTool(t, dir, "objcopy", "--strip-all", "--add-gnu-debuglink=stacks.debug", other, "stacks")
+	chain := deepChain(t, filepath.Join(dir, "stacks"))
+	assert.NotContains(t, chain, "level_c", "%v", chain)
+	assert.True(t, strings.HasPrefix(chain[len(chain)/2], "stacks+0x") || strings.Contains(strings.Join(chain, " "), "stacks+0x"), "module+offset: %v", chain)
+}
+
+// MiniDebugInfo as Fedora builds it: the function symbols of the full
+// build, without DWARF, xz-compressed into .gnu_debugdata of the stripped
+// binary.
+func TestStrippedBinaryNamedFromMiniDebugInfo(t *testing.T) {
+	dir, full := strippedWithDebugFile(t)
+	runTool(t, dir, "objcopy", "--strip-debug", "stacks.debug", "mini")
+	runTool(t, dir, "xz", "-k", "mini")
+	runTool(t, dir, "strip", "-o", "stacks", full)
+	runTool(t, dir, "objcopy", "--add-section", ".gnu_debugdata=mini.xz", "stacks")
+	f, err := elf.Open(filepath.Join(dir, "stacks"))
+	require.NoError(t, err)
+	assert.False(t, hasSymtab(f), "stripped")
+	assert.NotNil(t, f.Section(".gnu_debugdata"))
+	f.Close()
+	chain := deepChain(t, filepath.Join(dir, "stacks"))
+	assert.Contains(t, chain, "level_c", "named from the MiniDebugInfo: %v", chain)
+}
+
+// A real debuginfod server (elfutils', Debian's package debuginfod) serves
+// the debug file of a stripped binary that has no other: the frames are
+// module+offset until the file arrives in the background, and named by
+// function after (and the lock's data symbol too); a server that has no
+// file for it leaves it so, and says why once.
+func TestStrippedBinaryNamedByDebuginfod(t *testing.T) {
+	dir, full := strippedWithDebugFile(t)
+	served := t.TempDir()
+	require.NoError(t, os.Rename(filepath.Join(dir, "stacks.debug"), filepath.Join(served, "stacks.debug")))
+	runTool(t, dir, "strip", "-o", "stacks", full)
+	f, err := elf.Open(filepath.Join(dir, "stacks"))
+	require.NoError(t, err)
+	id := buildID(f)
+	f.Close()
+	require.NotEmpty(t, id)
+
+	url := startDebuginfod(t, served)
+	waitServed(t, url, id)
+	cache := t.TempDir()
+	c := debuginfod.New(debuginfod.Options{URLs: []string{url}, CacheDir: cache, Timeout: 10 * time.Second, Verify: VerifyDebugFile})
+	defer c.Close()
+	SetDebuginfod(c)
+	defer SetDebuginfod(nil)
+
+	p := testnative.StartWith(t, testnative.Options{Binary: filepath.Join(dir, "stacks")}, "stacks")
+	fs := NewFS("/proc")
+	u := fs.NewUnwinder(p.PID)
+	defer u.Close()
+	mem := fs.NewMemReader(p.PID)
+	defer mem.Close()
+	sym := fs.NewSymbolizer(p.PID)
+	defer sym.Close()
+	threads := blockedThreads(t, p.PID, u, mem, stacksProgramThreads)
+	first := frameNames(threads["deep"].Stack)
+	assert.NotContains(t, first, "level_c", "no names before the file arrives: %v", first)
+	lock := threads["global-0"].SyscallArgs[0]
+	c.Wait()
+	assert.Empty(t, u.Refresh(), "the fetch succeeded")
+	after := frameNames(blockedThreads(t, p.PID, u, mem, stacksProgramThreads)["deep"].Stack)
+	assert.Contains(t, after, "level_c", "named from debuginfod's file: %v", after)
+	l, err := sym.Resolve(lock)
+	require.NoError(t, err)
+	assert.Equal(t, "global_mutex", l.Symbol, "the lock's data symbol from debuginfod's file: %+v", l)
+	cached, err := os.ReadDir(filepath.Join(cache, id))
+	require.NoError(t, err)
+	assert.Len(t, cached, 1, "the file is in the cache")
+
+	// A server without the file: module+offset stays, and the reason is
+	// told once.
+	empty := startDebuginfod(t, t.TempDir())
+	c2 := debuginfod.New(debuginfod.Options{URLs: []string{empty}, CacheDir: t.TempDir(), Timeout: 10 * time.Second, Verify: VerifyDebugFile})
+	defer c2.Close()
+	SetDebuginfod(c2)
+	b, err := os.ReadFile(filepath.Join(dir, "stacks"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stacks-other"), b, 0o755)) // a new file: its tables are read afresh
+	p2 := testnative.StartWith(t, testnative.Options{Binary: filepath.Join(dir, "stacks-other")}, "stacks")
+	u2 := fs.NewUnwinder(p2.PID)
+	defer u2.Close()
+	mem2 := fs.NewMemReader(p2.PID)
+	defer mem2.Close()
+	blockedThreads(t, p2.PID, u2, mem2, stacksProgramThreads)
+	c2.Wait()
+	msgs := u2.Refresh()
+	require.Len(t, msgs, 1, "%v", msgs)
+	assert.Contains(t, msgs[0], "stacks-other")
+	assert.Contains(t, msgs[0], id)
+	assert.Contains(t, msgs[0], "404")
+	assert.Empty(t, u2.Refresh(), "told once")
+	chain := frameNames(blockedThreads(t, p2.PID, u2, mem2, stacksProgramThreads)["deep"].Stack)
+	assert.NotContains(t, chain, "level_c")
+}
+
+// startDebuginfod runs debuginfod on a free port over dir (ELF/DWARF
+// files) until the test ends, and returns its URL.
+func startDebuginfod(t *testing.T, dir string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(tool(t, "debuginfod"), "-F", "-p", fmt.Sprint(port), "-d", filepath.Join(t.TempDir(), "db.sqlite"), "-t", "1", "-g", "0", dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	require.NoError(t, cmd.Start())
+	pid := cmd.Process.Pid
+	t.Cleanup(func() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("debuginfod's log:\n%s", log.String())
+		}
+	})
+	return fmt.Sprintf("http://127.0.0.1:%d", port)
+}
+
+// waitServed waits until the server has indexed the debug file of id.
+func waitServed(t *testing.T, url, id string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(url + "/buildid/" + id + "/debuginfo") // it answers GET only
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("debuginfod did not serve build-id %s within 60 s (last: %v)", id, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func FuzzDebugLink(f *testing.F) {
+	f.Add([]byte("stacks.debug\x00\x00\x00\x00\x12\x34\x56\x78"))
+	f.Add([]byte("../x\x00\x00\x00\x00\x01\x02\x03\x04"))
+	f.Add([]byte("\x00\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		name, _, ok := parseDebugLink(b, binary.LittleEndian.Uint32)
+		if ok && (name == "" || strings.Contains(name, "/") || name == "." || name == "..") {
+			t.Fatalf("took %q", name)
+		}
+	})
+}
+
+func FuzzMiniDebugInfo(f *testing.F) {
+	f.Add([]byte{0xfd, '7', 'z', 'X', 'Z', 0})
+	f.Add([]byte("not xz"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if r, df := parseMiniDebugInfo(b); r != nil {
+			_ = loadFuncTable(r, r.Size(), df, elf.SHT_SYMTAB)
+		}
+	})
+}
