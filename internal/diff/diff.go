@@ -75,6 +75,74 @@ type Change struct {
 	ChangePercent *float64 `json:"change_percent,omitempty"`
 	Direction     string   `json:"direction,omitempty"`
 	Verdict       string   `json:"verdict,omitempty"`
+	// NoVerdict says why a figure with a good direction has no verdict:
+	// one side cannot measure it (its value is then null), or the runs'
+	// totals differ with their lengths.
+	NoVerdict string `json:"no_verdict,omitempty"`
+}
+
+// minTimedSamples is how many samples (dumps, for what dumps count) a run
+// needs for its thread-seconds to be a measurement: one dump stands for
+// no time, and two for one interval at most.
+const minTimedSamples = 3
+
+// secondsUnmeasured says why a run's thread-seconds are not a measurement,
+// "" when they are: too few dumps (what a JVM's resources count), or too
+// few /proc samples (a native target's).
+func secondsUnmeasured(s *analysis.Summary) string {
+	if s.Target != nil && s.Target.Kind == "native" {
+		if s.Samples < minTimedSamples {
+			return plural(s.Samples, "sample")
+		}
+		return ""
+	}
+	if s.Dumps > 0 && s.Dumps < minTimedSamples {
+		why := plural(s.Dumps, "dump")
+		if s.Target != nil && s.Samples > s.Dumps {
+			why += fmt.Sprintf(" in %d samples (the pause budget allowed no more)", s.Samples)
+		}
+		return why
+	}
+	return ""
+}
+
+// unmeasured drops the side of a thread-seconds change that is not a
+// measurement, and says why there is no verdict.
+func unmeasured(c Change, whyBefore, whyAfter string) Change {
+	if whyBefore == "" && whyAfter == "" {
+		return c
+	}
+	var parts []string
+	if whyBefore != "" {
+		c.Before = nil
+		parts = append(parts, "before: "+whyBefore)
+	}
+	if whyAfter != "" {
+		c.After = nil
+		parts = append(parts, "after: "+whyAfter)
+	}
+	c.Change, c.ChangePercent, c.Direction, c.Verdict = nil, nil, "", ""
+	c.NoVerdict = strings.Join(parts, "; ") + ": thread-seconds not measured"
+	return c
+}
+
+// lengthsDiffer says why the runs' recorded totals are not comparable
+// (they lasted more than 10 % apart), "" when they are.
+func lengthsDiffer(b, a *analysis.Summary) string {
+	db, da := b.DurationSeconds, a.DurationSeconds
+	if db > 0 && da > 0 && math.Abs(db-da) > 0.1*math.Max(db, da) {
+		return fmt.Sprintf("runs of %.1f s and %.1f s: totals grow with a run's length", db, da)
+	}
+	return ""
+}
+
+// noTotalsVerdict takes the verdict off a recorded total of runs of
+// different lengths.
+func noTotalsVerdict(c Change, why string) Change {
+	if why != "" && c.Verdict != "" {
+		c.Verdict, c.NoVerdict = "", why
+	}
+	return c
 }
 
 // Figure is a process-wide figure.
@@ -264,7 +332,14 @@ func figures(doc *Document, b, a *analysis.Summary) []Figure {
 		if bv == nil && av == nil {
 			return
 		}
-		out = append(out, Figure{ID: id, Title: title, Unit: unit, Change: change(bv, av, pref)})
+		c := change(bv, av, pref)
+		switch id {
+		case "blocked_thread_seconds":
+			c = unmeasured(c, secondsUnmeasured(b), secondsUnmeasured(a))
+		case "jfr_wait_seconds", "jfr_events":
+			c = noTotalsVerdict(c, lengthsDiffer(b, a))
+		}
+		out = append(out, Figure{ID: id, Title: title, Unit: unit, Change: c})
 	}
 	if doc.Before.Throughput != nil || doc.After.Throughput != nil {
 		out = append(out, Figure{ID: "throughput", Title: "throughput", Change: change(doc.Before.Throughput, doc.After.Throughput, higherBetter)})
@@ -488,7 +563,7 @@ func resources(b, a *analysis.Summary) []Resource {
 		res.AvgWaiters = pair(func(r *resource) float64 { return r.avg })
 		res.PeakWaiters = pair(func(r *resource) float64 { return float64(r.peak) })
 		res.BlockedShare = pair(func(r *resource) float64 { return r.share })
-		res.BlockedThreadSeconds = pair(func(r *resource) float64 { return r.seconds })
+		res.BlockedThreadSeconds = unmeasured(pair(func(r *resource) float64 { return r.seconds }), secondsUnmeasured(b), secondsUnmeasured(a))
 		if b.JFR != nil || a.JFR != nil {
 			jpair := func(get func(*resource) *float64) *Change {
 				c := change(recorded(b, x, get), recorded(a, y, get), lowerBetter)
@@ -497,8 +572,16 @@ func resources(b, a *analysis.Summary) []Resource {
 				}
 				return &c
 			}
-			res.JFREvents = jpair(func(r *resource) *float64 { return f(float64(r.jfr.Events)) })
-			res.JFRWaitSeconds = jpair(func(r *resource) *float64 { return f(r.jfr.WaitSeconds) })
+			totals := lengthsDiffer(b, a)
+			jtotal := func(get func(*resource) *float64) *Change {
+				c := jpair(get)
+				if c != nil {
+					*c = noTotalsVerdict(*c, totals)
+				}
+				return c
+			}
+			res.JFREvents = jtotal(func(r *resource) *float64 { return f(float64(r.jfr.Events)) })
+			res.JFRWaitSeconds = jtotal(func(r *resource) *float64 { return f(r.jfr.WaitSeconds) })
 			res.JFRP99Ms = jpair(func(r *resource) *float64 {
 				if r.p99 == nil {
 					return f(0)
@@ -644,6 +727,17 @@ func notes(doc *Document, b, a *analysis.Summary) []string {
 	}
 	if (b.JFR == nil) != (a.JFR == nil) {
 		out = append(out, "only one run has a JFR recording: recorded waits have one side")
+	}
+	for _, side := range []struct {
+		name string
+		s    *analysis.Summary
+	}{{"before", b}, {"after", a}} {
+		if why := secondsUnmeasured(side.s); why != "" {
+			out = append(out, fmt.Sprintf("%s: %s: thread-seconds not measured (they need %d); compare average waiters and shares", side.name, why, minTimedSamples))
+		}
+	}
+	if why := lengthsDiffer(b, a); why != "" && b.JFR != nil && a.JFR != nil {
+		out = append(out, "JFR: "+why+": recorded waits and wait time have no verdict")
 	}
 	return out
 }

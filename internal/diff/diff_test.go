@@ -50,6 +50,56 @@ func TestGoldenDumpFiles(t *testing.T) {
 	golden(t, "capacity-fix.json", js.Bytes())
 }
 
+// One dump of the convoy (testdata/before-one-dump.txt, the first of
+// before.txt) against the three of the fix: a single dump stands for no
+// time, so its side of thread-seconds is not a measurement and no
+// verdict rests on it (issue 37: it read "0 → 4, worse"), and the notes
+// say why; average waiters, peaks and shares still compare.
+func TestOneDumpSideHasNoThreadSecondsVerdict(t *testing.T) {
+	doc := diff.Compare(load(t, "testdata/before-one-dump.txt"), load(t, afterFile), diff.Options{})
+	var text, js bytes.Buffer
+	require.NoError(t, diff.Text(&text, doc, diff.TextOptions{}))
+	require.NoError(t, diff.JSON(&js, doc))
+	golden(t, "capacity-fix-one-dump.txt", text.Bytes())
+	golden(t, "capacity-fix-one-dump.json", js.Bytes())
+
+	for _, fg := range doc.Figures {
+		if fg.ID == "blocked_thread_seconds" {
+			assert.Nil(t, fg.Before)
+			assert.NotNil(t, fg.After)
+			assert.Empty(t, fg.Verdict)
+			assert.Equal(t, "before: 1 dump: thread-seconds not measured", fg.NoVerdict)
+		}
+		if fg.ID == "waiters_avg" {
+			assert.Equal(t, "better", fg.Verdict, "average waiters still compare")
+		}
+	}
+	for _, r := range doc.Resources {
+		assert.Empty(t, r.BlockedThreadSeconds.Verdict, r.ID)
+		assert.Nil(t, r.BlockedThreadSeconds.Before, r.ID)
+		assert.NotEmpty(t, r.BlockedThreadSeconds.NoVerdict, r.ID)
+	}
+	catalog := findResource(doc, "CapacityFix$Catalog")
+	require.NotNil(t, catalog)
+	assert.Equal(t, "better", catalog.AvgWaiters.Verdict)
+	assert.Contains(t, doc.Notes, "before: 1 dump: thread-seconds not measured (they need 3); compare average waiters and shares")
+	for _, line := range strings.Split(text.String(), "\n") {
+		if strings.Contains(line, "thread-seconds") && strings.Contains(line, "→") {
+			assert.Contains(t, line, "thread-seconds not measured")
+			assert.NotContains(t, line, "worse")
+		}
+	}
+
+	// Three dumps a side: thread-seconds have their verdict.
+	full := diff.Compare(load(t, beforeFile), load(t, afterFile), diff.Options{})
+	for _, fg := range full.Figures {
+		if fg.ID == "blocked_thread_seconds" {
+			assert.NotEmpty(t, fg.Verdict)
+			assert.Empty(t, fg.NoVerdict)
+		}
+	}
+}
+
 // blockedOn counts, per dump of a file, the threads whose lock line says
 // they wait to enter a monitor of class: the dumps' own BLOCKED count.
 func blockedOn(t *testing.T, file, class string) []int {

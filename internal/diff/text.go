@@ -271,6 +271,9 @@ func formatChange(c Change, fm form) string {
 	}
 	s := fmt.Sprintf("%10s → %-10s", side(c.Before), side(c.After))
 	if c.Change == nil {
+		if c.NoVerdict != "" {
+			return s + " " + c.NoVerdict
+		}
 		return strings.TrimRight(s, " ")
 	}
 	if c.Direction == "same" {
@@ -289,6 +292,9 @@ func formatChange(c Change, fm form) string {
 	}
 	if c.Verdict != "" {
 		s += ", " + c.Verdict
+	}
+	if c.NoVerdict != "" {
+		s += ", no verdict: " + c.NoVerdict
 	}
 	return s
 }

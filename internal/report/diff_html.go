@@ -173,8 +173,10 @@ func cellOf(c diff.Change, f cellFormat) diffCell {
 	}
 	cell := diffCell{Before: side(c.Before), After: side(c.After), Verdict: c.Verdict, BV: val(c.Before), AV: val(c.After), CV: val(c.Change)}
 	if c.Change == nil {
+		cell.Change = c.NoVerdict // why a side is missing, if it is said
 		return cell
 	}
+
 	switch {
 	case c.Direction == "same":
 		cell.Change = "same"
@@ -188,6 +190,9 @@ func cellOf(c diff.Change, f cellFormat) diffCell {
 		if c.ChangePercent != nil {
 			cell.Change += fmt.Sprintf(" (%+.0f %%)", *c.ChangePercent)
 		}
+	}
+	if c.NoVerdict != "" {
+		cell.Change += "; no verdict: " + c.NoVerdict
 	}
 	return cell
 }
