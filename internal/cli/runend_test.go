@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctprof/ctprof/internal/record"
 	"github.com/ctprof/ctprof/internal/testjvm"
 )
 
@@ -55,12 +56,16 @@ func attachWhile(t *testing.T, act func(), args ...string) (map[string]any, stri
 	var out bytes.Buffer
 	done := make(chan int, 1)
 	start := time.Now()
+	// The run records its samples, so that the test acts once two are
+	// taken, however slow the machine (a fixed second was not always
+	// enough on a busy 2-core one for the first).
+	rec := filepath.Join(t.TempDir(), "run.ctprof")
 	go func() {
-		done <- Main(append([]string{"attach", "--format", "json"}, args...), strings.NewReader(""), &out, errOut)
+		done <- Main(append([]string{"attach", "--format", "json", "--record", rec}, args...), strings.NewReader(""), &out, errOut)
 	}()
 	select {
 	case <-errOut.started:
-		time.Sleep(time.Second)
+		waitRecorded(t, rec, 2, done)
 		act()
 	case code := <-done:
 		t.Fatalf("attach ended (%d) before it sampled: %s", code, errOut.String())
@@ -76,6 +81,45 @@ func attachWhile(t *testing.T, act func(), args ...string) (map[string]any, stri
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &doc), out.String())
 	return doc, errOut.String(), took
+}
+
+// waitRecorded waits until the recording at path holds n complete
+// samples (it is written sample by sample), or fails the test if the run
+// ends first or a minute passes.
+func waitRecorded(t *testing.T, path string, n int, done chan int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if recordedSamples(path) >= n {
+			return
+		}
+		select {
+		case code := <-done:
+			done <- code
+			t.Fatalf("attach ended (%d) before it recorded %d samples", code, n)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %d samples recorded within a minute", n)
+		}
+	}
+}
+
+// recordedSamples counts the complete samples of a recording being
+// written.
+func recordedSamples(path string) int {
+	r, err := record.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer r.Close()
+	n := 0
+	for {
+		if _, err := r.Next(); err != nil {
+			return n
+		}
+		n++
+	}
 }
 
 // startProcess starts a program, killed by pid when the test ends.
