@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 
 	"github.com/ulikunitz/xz"
-
-	"github.com/ctprof/ctprof/internal/debuginfod"
 )
 
 // Debug files found by other means than the build-id directory: a
@@ -140,13 +138,50 @@ func parseMiniDebugInfo(b []byte) (*bytes.Reader, *elf.File) {
 	return r, df
 }
 
+// DebugFetcher fetches debug files by build-id in the background
+// (internal/debuginfod's Client). procfs names only this interface: it
+// must not import the network (package jvm imports procfs, and the early
+// dump's initializer must not wait behind net's: see
+// TestEarlyDumpInitializesBeforeTheRest).
+type DebugFetcher interface {
+	// Lookup returns the path of the debug file of build-id id once it is
+	// there, and starts fetching it otherwise.
+	Lookup(id string) (string, bool)
+	// Failed is why a fetch ended without a file; nil otherwise.
+	Failed(id string) error
+}
+
+type fetcherBox struct{ f DebugFetcher }
+
 // debuginfodClient fetches debug files by build-id when DEBUGINFOD_URLS
 // is set in ctprof's environment (nil otherwise); set once at start.
-var debuginfodClient atomic.Pointer[debuginfod.Client]
+var debuginfodClient atomic.Pointer[fetcherBox]
 
-// SetDebuginfod makes unwinders ask c for the debug files of binaries
-// without function symbols (nil: none).
-func SetDebuginfod(c *debuginfod.Client) { debuginfodClient.Store(c) }
+// SetDebuginfod makes unwinders and symbolizers ask f for the debug files
+// of binaries without symbols (nil: none).
+func SetDebuginfod(f DebugFetcher) {
+	if f == nil {
+		debuginfodClient.Store(nil)
+		return
+	}
+	debuginfodClient.Store(&fetcherBox{f})
+}
+
+// fetcher is the DebugFetcher set, nil when none.
+func fetcher() DebugFetcher {
+	if b := debuginfodClient.Load(); b != nil {
+		return b.f
+	}
+	return nil
+}
+
+// fetched is the path of the debug file of id if the fetcher has it.
+func fetched(id string) (string, bool) {
+	if f := fetcher(); f != nil {
+		return f.Lookup(id)
+	}
+	return "", false
+}
 
 // VerifyDebugFile checks that the file at p is an ELF debug file of
 // build-id id with a symbol table: a debuginfod server's answer is kept

@@ -148,7 +148,7 @@ func (s *Symbolizer) resolveSpan(addr uint64) (resolved, error) {
 	for id := range s.pending {
 		// A debug file debuginfod was sending has come: addresses named
 		// without it are named again.
-		if _, ok := debuginfodClient.Load().Lookup(id); ok {
+		if _, ok := fetched(id); ok {
 			delete(s.pending, id)
 			clear(s.cache)
 		}
@@ -480,7 +480,7 @@ func (s *Symbolizer) module(path string, first Mapping) *elfModule {
 		if em.pending == "" {
 			return em
 		}
-		if _, ok := debuginfodClient.Load().Lookup(em.pending); !ok {
+		if _, ok := fetched(em.pending); !ok {
 			return em
 		}
 		// The debug file a debuginfod server was sending has come: the
@@ -535,7 +535,7 @@ func (s *Symbolizer) module(path string, first Mapping) *elfModule {
 		if dfile == nil {
 			dfile, df = openDebugLink(s.fs, s.pid, f, first.Path, id)
 		}
-		if c := debuginfodClient.Load(); dfile == nil && c != nil && id != "" {
+		if c := fetcher(); dfile == nil && c != nil && id != "" {
 			if p, ok := c.Lookup(id); ok {
 				dfile, df = openFetchedDebugFile(p, id)
 			} else {

@@ -52,7 +52,7 @@ func (t *moduleTables) settle() bool {
 	if id == nil {
 		return false
 	}
-	p, ok := debuginfodClient.Load().Lookup(*id)
+	p, ok := fetched(*id)
 	if !ok {
 		return false
 	}
@@ -194,7 +194,7 @@ func (u *Unwinder) loadTables(file *os.File, f *elf.File, id, binPath string) *m
 		}
 	}
 	if funcs == nil && id != "" {
-		if c := debuginfodClient.Load(); c != nil {
+		if c := fetcher(); c != nil {
 			if p, ok := c.Lookup(id); ok {
 				if dfile, df := openFetchedDebugFile(p, id); dfile != nil {
 					if st, err := dfile.Stat(); err == nil {
@@ -237,7 +237,7 @@ func loadBias(f *elf.File, first Mapping) (uint64, bool) {
 // now on), and reports the binaries whose fetch failed, once each, with
 // the reason: they stay named by module and offset.
 func (u *Unwinder) Refresh() (failed []string) {
-	c := debuginfodClient.Load()
+	c := fetcher()
 	if c == nil {
 		return nil
 	}
