@@ -626,7 +626,7 @@ func nativeResourceFinding(cs ContentionSite, s *Summary) (Finding, bool) {
 		ev = append(ev, "waiters: "+strings.Join(cs.WaiterThreads, ", "))
 	}
 	if x := cs.Exact; x != nil {
-		ev = append(ev, fmt.Sprintf("the kernel counted %d waits here (%.0f a second), %.1f s of waiting in all", x.Waits, x.PerSecond, x.WaitSeconds))
+		ev = append(ev, fmt.Sprintf("the kernel counted %s waits here (%.0f a second), %.1f s of waiting in all", fmtCount(x.Waits), x.PerSecond, x.WaitSeconds))
 	}
 	ev = append(ev, nativeInstancesEvidence(cs, s)...)
 	if len(cs.Holders) > 0 {

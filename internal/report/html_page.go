@@ -23,7 +23,7 @@ const pageHTML = `{{template "head" .}}
   <p class="hint">Frames are as wide as the samples that passed through them, root at the top, coloured by package; a red border marks frames where most threads were blocked on a monitor. Click a frame to zoom in.</p>
   {{template "flamebox"}}
   {{- else}}
-  <p class="none">No stacks: ctprof takes thread dumps of JVMs; a native process has its futex waits in the lock table instead.</p>
+  <p class="none">No stacks: a JVM's come from its thread dumps, a native process's from the blocked threads' stacks read through /proc/&lt;pid&gt;/mem (which needs ptrace rights over it); this run had none.</p>
   {{- end}}
 </section>
 

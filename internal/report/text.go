@@ -675,7 +675,7 @@ func writeResources(tw *textWriter, s *analysis.Summary, top int) {
 			}
 		}
 		if x := c.Exact; x != nil {
-			tw.printf("               the kernel counted %d waits (%.0f a second), %.1f s of waiting\n", x.Waits, x.PerSecond, x.WaitSeconds)
+			tw.printf("               the kernel counted %s waits (%.0f a second), %.1f s of waiting\n", groupDigits(float64(x.Waits)), x.PerSecond, x.WaitSeconds)
 			if c.DumpsSeen == 0 {
 				// Waits too short for any sample: the stacks the kernel
 				// copied at them name this site; there is nothing else.
