@@ -117,6 +117,9 @@ func (a *Aggregator) threadWaits() []ThreadWait {
 		default:
 			if e, ok := idle[t]; ok {
 				tw.Verdict, tw.Reason = VerdictIdle, e.w.Rule.Reason()
+				if e.w.Rule.IO {
+					tw.Verdict = VerdictIO
+				}
 				tw.Frame = waitFrame(e.w)
 				break
 			}

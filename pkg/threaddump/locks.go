@@ -351,6 +351,12 @@ func (tb *lockTable) addSignalWait(t *Thread, ev LockEvent, signal *signalWaits)
 	li := e.li
 	waitKind, rule := signal.of(t, ev)
 	w := Waiter{Thread: t, Action: ev.Action, Kind: waitKind, Frame: ev.Frame, Rule: rule}
+	if ev.Action != LockParking && ChildProcessWait(ev.Lock.Class) {
+		// A wait for a child process to exit: I/O, whatever the stack
+		// around it, unless the thread holds a lock others need.
+		w.Rule.Idle, w.Rule.IO = true, true
+		rule = w.Rule
+	}
 	switch {
 	case t.HoldsOtherThan(ev.Lock.Address):
 		// Whoever needs what it holds waits too.

@@ -22,6 +22,11 @@ import "strings"
 // rests on, so a report can say why.
 type WaitRule struct {
 	Idle bool
+	// IO marks a wait for something outside the JVM that a monitor
+	// stands for: the JDK's Process waits on its own object until the
+	// child process exits (ChildProcessWait). Idle is set too: it is no
+	// contention.
+	IO bool
 	// CallSite is the first frame below the waiting machinery: where the
 	// waiting thread's own code calls into it. Empty when every frame is
 	// machinery or plumbing (a JDK service thread, a JDK pool's worker).
@@ -39,6 +44,8 @@ type WaitRule struct {
 // Reason says in a sentence why the wait was classed so.
 func (r WaitRule) Reason() string {
 	switch {
+	case r.IO:
+		return "waits for a child process to exit: I/O on something outside the JVM, not contention"
 	case r.Idle && r.Loop.Class == "":
 		return "waits in the JDK's own machinery with no program frame: a JDK service or pool thread waiting for work"
 	case r.Idle:
@@ -273,4 +280,12 @@ func (d *Dump) ProgramOrganization() string {
 		}
 	}
 	return "?"
+}
+
+// ChildProcessWait says a thread in Object.wait() on an object of class
+// waits for a child process: the JDK's Process implementation
+// (java.lang.ProcessImpl; UNIXProcess up to JDK 8) waits on itself until
+// its reaper thread sees the process exit and notifies it.
+func ChildProcessWait(class string) bool {
+	return class == "java.lang.ProcessImpl" || class == "java.lang.UNIXProcess"
 }

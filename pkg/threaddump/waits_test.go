@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // stack builds frames (top first) from "Class.method" strings.
@@ -164,4 +165,42 @@ func TestResolveHiddenWait(t *testing.T) {
 	ev, ok := b.BlockedOn()
 	assert.True(t, ok)
 	assert.Equal(t, "0x1", ev.Lock.Address)
+}
+
+// A thread waiting for its child process to exit (the JDK's Process waits
+// on itself until the reaper notifies it) waits for something outside the
+// JVM: io, not contention, though it waits inside the program's work (a
+// commons-exec executor's thread, as in a Selenium dump).
+func TestChildProcessWaitIsIO(t *testing.T) {
+	const dump = `2024-01-01 00:00:00
+Full thread dump OpenJDK 64-Bit Server VM (17.0.8+7 mixed mode):
+
+"CommandLine.executeAsync" #23 daemon prio=5 os_prio=31 cpu=0.30ms elapsed=40.10s tid=0x0000000143837a00 nid=0xa503 in Object.wait()  [0x000000016f6be000]
+   java.lang.Thread.State: WAITING (on object monitor)
+	at java.lang.Object.wait(java.base@17.0.8/Native Method)
+	- waiting on <0x0000000601402858> (a java.lang.ProcessImpl)
+	at java.lang.Object.wait(java.base@17.0.8/Object.java:338)
+	at java.lang.ProcessImpl.waitFor(java.base@17.0.8/ProcessImpl.java:434)
+	- locked <0x0000000601402858> (a java.lang.ProcessImpl)
+	at org.apache.commons.exec.DefaultExecutor.executeInternal(DefaultExecutor.java:364)
+	at org.apache.commons.exec.DefaultExecutor$1.run(DefaultExecutor.java:200)
+	at java.lang.Thread.run(java.base@17.0.8/Thread.java:833)
+
+`
+	d := parseOne(t, dump)
+	var proc *LockInfo
+	for _, li := range d.Locks() {
+		if li.Lock.Class == "java.lang.ProcessImpl" {
+			proc = li
+		}
+	}
+	require.NotNil(t, proc)
+	assert.Empty(t, proc.Waiters, "no contention on the process")
+	require.Len(t, proc.Waiting, 1)
+	r := proc.Waiting[0].Rule
+	assert.True(t, r.IO)
+	assert.True(t, r.Idle)
+	assert.Contains(t, r.Reason(), "child process")
+	assert.True(t, ChildProcessWait("java.lang.UNIXProcess"))
+	assert.False(t, ChildProcessWait("com.example.ProcessImpl"))
 }
