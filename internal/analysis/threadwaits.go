@@ -117,8 +117,11 @@ func (a *Aggregator) threadWaits() []ThreadWait {
 		default:
 			if e, ok := idle[t]; ok {
 				tw.Verdict, tw.Reason = VerdictIdle, e.w.Rule.Reason()
-				if e.w.Rule.IO {
+				switch {
+				case e.w.Rule.IO:
 					tw.Verdict = VerdictIO
+				case e.w.Rule.Sleep:
+					tw.Verdict = VerdictSleep
 				}
 				tw.Frame = waitFrame(e.w)
 				break

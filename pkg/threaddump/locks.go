@@ -471,6 +471,17 @@ func (tb *lockTable) resolveReleasers(threads []*Thread, working []bool) []*Lock
 		li.ReleaserFrame = -1
 		if len(ws) > 0 || li.Owner == nil {
 			r, f, _ := releaser(li, ws, work, instances)
+			if r == nil && ownTimedWait(li, ws) {
+				// Nobody else uses the object, and no working thread
+				// is named to notify it: a pause, not a wait for
+				// another thread.
+				w := ws[0]
+				w.Rule.Idle, w.Rule.Sleep = true, true
+				li.Waiting = append(li.Waiting, w)
+				li.ReleaserFrame = -1
+				out = append(out, li)
+				continue
+			}
 			// ws is this lock's own: it becomes the list when there is
 			// none yet, not copied.
 			li.Waiters = appendOrTake(li.Waiters, ws)
@@ -481,6 +492,16 @@ func (tb *lockTable) resolveReleasers(threads []*Thread, working []bool) []*Lock
 		out = append(out, li)
 	}
 	return out
+}
+
+// ownTimedWait says ws is a single timed Object.wait() on a lock no other
+// thread of the dump uses: no owner, no other waiter, none waiting.
+func ownTimedWait(li *LockInfo, ws []Waiter) bool {
+	if len(ws) != 1 || li.Owner != nil || len(li.Waiters) > 0 || len(li.Waiting) > 0 {
+		return false
+	}
+	w := ws[0]
+	return w.Action == LockWaitingOn && w.Kind == WaitObject && w.Thread.State == StateTimedWaiting
 }
 
 // appendOrTake appends ws to list, or returns ws itself when list is

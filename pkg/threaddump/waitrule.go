@@ -27,6 +27,11 @@ type WaitRule struct {
 	// child process exits (ChildProcessWait). Idle is set too: it is no
 	// contention.
 	IO bool
+	// Sleep marks a timed Object.wait() on an object no other thread of
+	// the dump uses (none waits on it, holds it or has locked it), with no
+	// working thread named to release it: a pause between polls, like a
+	// sleep (a scheduler's job polling a remote job). Idle is set too.
+	Sleep bool
 	// CallSite is the first frame below the waiting machinery: where the
 	// waiting thread's own code calls into it. Empty when every frame is
 	// machinery or plumbing (a JDK service thread, a JDK pool's worker).
@@ -46,6 +51,8 @@ func (r WaitRule) Reason() string {
 	switch {
 	case r.IO:
 		return "waits for a child process to exit: I/O on something outside the JVM, not contention"
+	case r.Sleep:
+		return "a timed wait on an object no other thread uses: a pause between polls, like a sleep"
 	case r.Idle && r.Loop.Class == "":
 		return "waits in the JDK's own machinery with no program frame: a JDK service or pool thread waiting for work"
 	case r.Idle:

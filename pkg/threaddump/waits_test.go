@@ -204,3 +204,48 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.8+7 mixed mode):
 	assert.True(t, ChildProcessWait("java.lang.UNIXProcess"))
 	assert.False(t, ChildProcessWait("com.example.ProcessImpl"))
 }
+
+// A timed Object.wait() on an object that no other thread of the dump
+// uses is a pause between polls (a scheduler's worker polling a remote job
+// waits so on its own object): sleep. The same wait with another thread
+// waiting on the object, or untimed, stays what the rule says.
+func TestTimedWaitOnOwnObjectIsSleep(t *testing.T) {
+	thread := func(name, nid, state, addr string) string {
+		wait := "in Object.wait()"
+		st := "TIMED_WAITING (on object monitor)"
+		if state == "WAITING" {
+			st = "WAITING (on object monitor)"
+		}
+		return `"` + name + `" #30 prio=5 os_prio=0 cpu=1.00ms elapsed=9.00s tid=0x00007f0000001000 nid=` + nid + ` ` + wait + `  [0x00007f0000002000]
+   java.lang.Thread.State: ` + st + `
+	at java.lang.Object.wait(java.base@17.0.8/Native Method)
+	- waiting on <` + addr + `> (a org.quartz.RemoteJob)
+	at org.quartz.RemoteJob.awaitCompletion(RemoteJob.java:40)
+	- locked <` + addr + `> (a org.quartz.RemoteJob)
+	at com.example.jobs.Report.execute(Report.java:12)
+	at org.quartz.core.JobRunShell.run(JobRunShell.java:202)
+	at org.quartz.simpl.SimpleThreadPool$WorkerThread.run(SimpleThreadPool.java:573)
+
+`
+	}
+	head := "2024-01-01 00:00:00\nFull thread dump OpenJDK 64-Bit Server VM (17.0.8+7 mixed mode):\n\n"
+	verdict := func(text string) (sleep int, other int) {
+		for _, li := range parseOne(t, text).Locks() {
+			for _, w := range li.Waiting {
+				if w.Rule.Sleep {
+					sleep++
+					assert.Contains(t, w.Rule.Reason(), "like a sleep")
+				}
+			}
+			other += len(li.Waiters)
+		}
+		return
+	}
+	s, o := verdict(head + thread("worker-1", "0x101", "TIMED_WAITING", "0x0000000601402901") + thread("worker-2", "0x102", "TIMED_WAITING", "0x0000000601402902"))
+	assert.Equal(t, 2, s, "each on its own object")
+	assert.Zero(t, o)
+	s, _ = verdict(head + thread("worker-1", "0x101", "TIMED_WAITING", "0x0000000601402901") + thread("worker-2", "0x102", "TIMED_WAITING", "0x0000000601402901"))
+	assert.Zero(t, s, "two threads wait on one object: they wait for whoever notifies it")
+	s, _ = verdict(head + thread("worker-1", "0x101", "WAITING", "0x0000000601402901"))
+	assert.Zero(t, s, "an untimed wait is no pause")
+}
