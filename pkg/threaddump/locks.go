@@ -740,6 +740,13 @@ func releaser(li *LockInfo, signals []Waiter, work *workIndex, instances map[str
 	}
 	if found {
 		if t, f, _ := pick(work.byMethod[methodKey{section.Class, section.Method}]); t != nil {
+			if ownClass != "" && instances[ownClass] > 1 {
+				// Objects per task (a transaction per worker, H2's row
+				// locks): a thread in the section may hold another
+				// instance, or be on its way to wait on this one; which
+				// holds the waited one cannot be told.
+				return nil, -1, true
+			}
 			return t, f, true
 		}
 	}

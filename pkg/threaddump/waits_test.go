@@ -249,3 +249,49 @@ func TestTimedWaitOnOwnObjectIsSleep(t *testing.T) {
 	s, _ = verdict(head + thread("worker-1", "0x101", "WAITING", "0x0000000601402901"))
 	assert.Zero(t, s, "an untimed wait is no pause")
 }
+
+// Objects per task (H2's row locks: each worker waits on the Transaction
+// that holds its row): with two instances waited on, a worker in the same
+// section that is not waiting may hold the other one, or be about to wait;
+// which holds the waited one cannot be told, so none is named (a live
+// H2 test caught a worker of the other row named as the releaser).
+func TestNoReleaserNamedAmongPerTaskObjects(t *testing.T) {
+	waiter := func(name, nid, addr string) string {
+		return `"` + name + `" #30 prio=5 os_prio=0 cpu=1.00ms elapsed=9.00s tid=0x00007f0000001000 nid=` + nid + ` in Object.wait()  [0x00007f0000002000]
+   java.lang.Thread.State: TIMED_WAITING (on object monitor)
+	at java.lang.Object.wait(java.base@17.0.8/Native Method)
+	- waiting on <` + addr + `> (a org.h2.mvstore.tx.Transaction)
+	at org.h2.mvstore.tx.Transaction.waitForThisToEnd(Transaction.java:700)
+	- locked <` + addr + `> (a org.h2.mvstore.tx.Transaction)
+	at org.h2.mvstore.tx.Transaction.waitFor(Transaction.java:650)
+	at org.h2.mvstore.tx.TransactionMap.set(TransactionMap.java:400)
+	at org.h2.command.dml.Update.update(Update.java:100)
+	at com.example.Worker.run(Worker.java:20)
+	at java.lang.Thread.run(java.base@17.0.8/Thread.java:833)
+
+`
+	}
+	arriving := `"worker-9" #39 prio=5 os_prio=0 cpu=1.00ms elapsed=9.00s tid=0x00007f0000009000 nid=0x109 runnable  [0x00007f0000002000]
+   java.lang.Thread.State: RUNNABLE
+	at org.h2.mvstore.tx.Transaction.waitForThisToEnd(Transaction.java:690)
+	at org.h2.mvstore.tx.Transaction.waitFor(Transaction.java:650)
+	at org.h2.mvstore.tx.TransactionMap.set(TransactionMap.java:400)
+	at org.h2.command.dml.Update.update(Update.java:100)
+	at com.example.Worker.run(Worker.java:20)
+	at java.lang.Thread.run(java.base@17.0.8/Thread.java:833)
+
+`
+	d := parseOne(t, "2024-01-01 00:00:00\nFull thread dump OpenJDK 64-Bit Server VM (17.0.8+7 mixed mode):\n\n"+
+		waiter("worker-1", "0x101", "0x0000000601400001")+waiter("worker-2", "0x102", "0x0000000601400001")+
+		waiter("worker-3", "0x103", "0x0000000601400002")+waiter("worker-4", "0x104", "0x0000000601400002")+arriving)
+	n := 0
+	for _, li := range d.Locks() {
+		if li.Lock.Class != "org.h2.mvstore.tx.Transaction" {
+			continue
+		}
+		n++
+		assert.Len(t, li.Waiters, 2, "contention: they wait for the row's holder")
+		assert.Nil(t, li.Releaser, "%s: a releaser among per-task objects cannot be told", li.Lock.Address)
+	}
+	assert.Equal(t, 2, n)
+}
