@@ -115,6 +115,9 @@ type Aggregator struct {
 	// lock is RUNNABLE in the same Java frame dump after dump, and is not
 	// a stuck thread.
 	nativeLockThreads map[string]bool
+	// locksFullAt is dumps+1 while the lock table is full of the dump
+	// being added (nothing can be evicted until the next one); 0 otherwise.
+	locksFullAt int
 	// native follows a native target's waits by resource, with each
 	// blocked thread's verdict (nativeresources.go).
 	native nativeWaits
