@@ -64,13 +64,18 @@ func openDebugFile(fs FS, pid int, id string) (*os.File, *elf.File) {
 	if len(id) < 4 {
 		return nil, nil
 	}
-	file := openInRoot(fs, pid, debugDir+id[:2]+"/"+id[2:]+".debug")
+	return debugFileOf(openInRoot(fs, pid, debugDir+id[:2]+"/"+id[2:]+".debug"), id)
+}
+
+// debugFileOf parses file as the debug file of build-id id, and closes it
+// when it is not one: a debug file of another build would name the wrong
+// symbols. A nil file gives nil.
+func debugFileOf(file *os.File, id string) (*os.File, *elf.File) {
 	if file == nil {
 		return nil, nil
 	}
 	f, err := elf.NewFile(file)
 	if err != nil || buildID(f) != id {
-		// A debug file of another build would name the wrong symbols.
 		file.Close()
 		return nil, nil
 	}

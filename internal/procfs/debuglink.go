@@ -208,10 +208,5 @@ func openFetchedDebugFile(p, id string) (*os.File, *elf.File) {
 	if err != nil {
 		return nil, nil
 	}
-	f, err := elf.NewFile(file)
-	if err != nil || buildID(f) != id {
-		file.Close()
-		return nil, nil
-	}
-	return file, f
+	return debugFileOf(file, id)
 }
