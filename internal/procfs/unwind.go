@@ -228,7 +228,7 @@ func (u *Unwinder) Unwind(r Regs, mem StackMemory, max int) []StackFrame {
 			cur, interrupted = next, true
 			continue
 		}
-		next, ok = u.step(info.row, cur)
+		next, ok = u.step(info.row, cur, f)
 		if !ok || next.pc == 0 || next.sp <= cur.sp || next.sp > u.win.hi {
 			break
 		}
@@ -293,7 +293,7 @@ func (u *Unwinder) signalFrame(cur regs) (regs, bool) {
 // step unwinds one frame: by its CFI row, else by the frame pointer,
 // else by scanning the stack; false at the outermost frame or when
 // nothing worked.
-func (u *Unwinder) step(row unwindRow, cur regs) (regs, bool) {
+func (u *Unwinder) step(row unwindRow, cur regs, f StackFrame) (regs, bool) {
 	w := &u.win
 	if row.ok && row.outermost {
 		return regs{}, false
@@ -326,41 +326,61 @@ func (u *Unwinder) step(row unwindRow, cur regs) (regs, bool) {
 			return regs{pc: ra, sp: cur.bp + 16, bp: bp, haveBP: true}, true
 		}
 	}
-	return u.scan(row, cur)
+	return u.scan(row, cur, f)
 }
 
 // scan looks up the stack from the stack pointer for the frame's return
-// address: the first word that points just past a call instruction in an
-// executable mapping. When the frame's CFI row is known but its CFA needs
-// the unknown rbp, the slot found places the CFA, and with it rbp.
-func (u *Unwinder) scan(row unwindRow, cur regs) (regs, bool) {
+// address: the first word that points just past a direct call of f's
+// function, else the first that points just past any call instruction in
+// an executable mapping, unless that call is a direct one into the start
+// of another named function than f's. The locals of a frame hold stale
+// return addresses that deeper calls left there: PostgreSQL's
+// WaitEventSetWait, whose CFA needs rbp, kept sem_wait's and
+// LWLockAcquire's below WaitLatch's. When the frame's CFI row is known but
+// its CFA needs the unknown rbp, the slot found places the CFA, and with
+// it rbp.
+func (u *Unwinder) scan(row unwindRow, cur regs, f StackFrame) (regs, bool) {
 	w := &u.win
 	end := min(w.hi, cur.sp+maxScanBytes)
+	first, v := uint64(0), uint64(0)
 	for a := cur.sp; a >= cur.sp && a+8 <= end; a += 8 {
-		v, ok := w.word(a)
+		x, ok := w.word(a)
 		if !ok {
-			return regs{}, false
+			break
 		}
-		if !u.returnAddress(v) {
+		if !u.returnAddress(x) {
 			continue
 		}
-		u.stats.ScanFrames++
-		next := regs{pc: v, sp: a + 8, bp: cur.bp, haveBP: cur.haveBP}
-		if row.ok && row.cfaReg == dwarfRBP {
-			cfa := a - uint64(row.raOff)
-			next.sp = cfa
-			switch row.bp {
-			case bpAtCFA:
-				next.bp, next.haveBP = w.word(cfa + uint64(row.bpOff))
-			case bpSame:
-				next.bp, next.haveBP = cfa-uint64(row.cfaOff), true
-			default:
-				next.haveBP = false
-			}
+		into, other := u.callTarget(x, f)
+		if other {
+			continue
 		}
-		return next, true
+		if first == 0 {
+			first, v = a, x
+		}
+		if into || f.Function == "" {
+			first, v = a, x
+			break
+		}
 	}
-	return regs{}, false
+	if first == 0 {
+		return regs{}, false
+	}
+	u.stats.ScanFrames++
+	next := regs{pc: v, sp: first + 8, bp: cur.bp, haveBP: cur.haveBP}
+	if row.ok && row.cfaReg == dwarfRBP {
+		cfa := first - uint64(row.raOff)
+		next.sp = cfa
+		switch row.bp {
+		case bpAtCFA:
+			next.bp, next.haveBP = w.word(cfa + uint64(row.bpOff))
+		case bpSame:
+			next.bp, next.haveBP = cfa-uint64(row.cfaOff), true
+		default:
+			next.haveBP = false
+		}
+	}
+	return next, true
 }
 
 // returnAddress says whether v can be a return address: it lies in an
@@ -387,6 +407,27 @@ func (u *Unwinder) returnAddress(v uint64) bool {
 	}
 	u.calls[v] = ok
 	return ok
+}
+
+// callTarget says whether the return address v follows a direct call
+// (e8 rel32) into the start of f's function (into), or into the start of
+// another named function (other: v is not f's caller's return address).
+// An indirect call, a call into a PLT stub or into the middle of code, or
+// a frame without a name says neither.
+func (u *Unwinder) callTarget(v uint64, f StackFrame) (into, other bool) {
+	if f.Function == "" {
+		return false, false
+	}
+	var code [8]byte
+	if !u.win.mem.ReadStack(v-8, code[:]) || code[3] != 0xe8 {
+		return false, false
+	}
+	target := v + uint64(int64(int32(uint32(code[4])|uint32(code[5])<<8|uint32(code[6])<<16|uint32(code[7])<<24)))
+	t := u.pcInfo(target, false)
+	if !t.found || t.frame.Function == "" || t.frame.Offset != 0 {
+		return false, false
+	}
+	return t.frame.Function == f.Function, t.frame.Function != f.Function
 }
 
 // afterCall says whether the 8 bytes before an address end with a call:
