@@ -48,6 +48,12 @@ need c++ g++               # the C++ test programs (std::mutex)
 # A real debuginfod server, serving the debug file of a stripped test program
 # (internal/procfs: symbols fetched by build-id over DEBUGINFOD_URLS)
 need debuginfod debuginfod
+# PostgreSQL under pgbench and nginx under ab: servers made of processes
+# (a backend per client; a master and its workers), sampled as one tree
+# (internal/cli/tree_test.go); the server binaries live outside PATH
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || missing_pkgs+=(postgresql)
+need pgbench postgresql-client
+need /usr/sbin/nginx nginx
 [ -x "$JDK17_HOME/bin/javac" ] && [ -x "$JDK17_HOME/bin/jcmd" ] || missing_pkgs+=(openjdk-17-jdk-headless)
 
 if [ ${#missing_pkgs[@]} -gt 0 ]; then

@@ -626,6 +626,12 @@ func connectionFindings(s *Summary) []Finding {
 		for _, g := range t.GrowingPools {
 			ev = append(ev, fmt.Sprintf("pool %q: %.2f threads per connection (R² %.2f)", g.Pool, g.Slope, g.R2))
 		}
+	case t.ProcessesRatio > 0 && s.Processes != nil && s.Connections.Established >= 2:
+		// A server made of processes: one per client is its design;
+		// several per client is the explosion.
+		per = t.ProcessesRatio
+		sum = fmt.Sprintf("%.1f processes per connection: %d processes (%d threads) for %d established connections.", per, s.Processes.Last, s.Threads, s.Connections.Established)
+		ev = append(ev, "the target is a tree of processes: this counts its processes, a process per client being the design of a server that forks one")
 	case s.Connections.Established >= 2 && t.Ratio >= 2:
 		sum = fmt.Sprintf("%.1f threads per connection: %d threads for %d established connections.", t.Ratio, s.Threads, s.Connections.Established)
 		ev = append(ev, "the connection count did not change during the run, so this is the plain ratio")

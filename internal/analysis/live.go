@@ -24,7 +24,12 @@ type osAgg struct {
 	prevT     time.Time
 
 	lastThreads int
-	osStates    map[string]int
+	// lastProcesses counts the processes of the last sample when it
+	// covered a tree of processes (procfs.Thread.PID set), 0 otherwise;
+	// processesSeen the distinct ones over the run (bounded).
+	lastProcesses int
+	processesSeen map[int]struct{}
+	osStates      map[string]int
 	// runnableSum adds up the threads in state R over the samples.
 	runnableSum int
 
@@ -210,6 +215,7 @@ func (a *Aggregator) addLive(s *snapshot.Snapshot, dt time.Duration, tick dumpTi
 		o.refreshJava(tick)
 	}
 	o.lastThreads = len(s.Threads)
+	o.countProcesses(s.Threads)
 	// The sweep lists threads in the same order tick after tick, so the
 	// previous tick's thread at the same place is usually this one: a
 	// 10,000-thread sample then costs no lookup in the table per thread.
@@ -515,4 +521,29 @@ func missingHint(file string) string {
 		return "could not read /proc/<pid>/mem (needs ptrace rights over the target): native stacks and the holders of native locks are missing, so waits are judged by the kernel's view alone (a condition wait is not counted as contention) and grouped by futex word instead of wait site; run ctprof as root or as the target's user to get stacks"
 	}
 	return fmt.Sprintf("could not read /proc/<pid>/task/*/%s for lack of permission; run ctprof as root or as the target's user", file)
+}
+
+// maxProcessesSeen bounds the pids a run remembers to count the processes
+// of a tree it saw (a server that forks a process per short connection
+// goes through pids fast).
+const maxProcessesSeen = 1 << 16
+
+// countProcesses counts the processes of a sample of a tree: the sampler
+// lists each process's threads together.
+func (o *osAgg) countProcesses(threads []snapshot.OSThread) {
+	n, last := 0, 0
+	for i := range threads {
+		p := threads[i].PID
+		if p == 0 || p == last {
+			continue
+		}
+		n, last = n+1, p
+		if o.processesSeen == nil {
+			o.processesSeen = map[int]struct{}{}
+		}
+		if len(o.processesSeen) < maxProcessesSeen {
+			o.processesSeen[p] = struct{}{}
+		}
+	}
+	o.lastProcesses = n
 }

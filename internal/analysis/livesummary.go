@@ -28,6 +28,9 @@ func (a *Aggregator) liveSummary(s *Summary, full bool) {
 	if a.dumps == 0 {
 		s.Threads = o.lastThreads
 	}
+	if o.lastProcesses > 0 {
+		s.Processes = &ProcessTree{Last: o.lastProcesses, Seen: len(o.processesSeen)}
+	}
 	s.OSStates = o.osStates
 
 	total := o.total()
@@ -132,6 +135,9 @@ func (a *Aggregator) liveConnections(s *Summary) {
 		}
 		s.Connections = cs
 		s.ThreadsPerConnection = a.threadsPerConnection(o.lastThreads, c.Established)
+		if t := s.ThreadsPerConnection; t != nil && o.lastProcesses > 0 && c.Established > 0 {
+			t.ProcessesRatio = round3(float64(o.lastProcesses) / float64(c.Established))
+		}
 	}
 }
 

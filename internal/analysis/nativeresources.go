@@ -41,6 +41,7 @@ type nativeCacheKey struct {
 	syscall int
 	state   byte
 	arg1    uint64
+	events  procfs.EventSet
 }
 
 // nativeWaits follows the native wait model over the run.
@@ -305,7 +306,7 @@ func cacheKeyOf(t *procfs.Thread) nativeCacheKey {
 	if len(t.Stack) == 0 {
 		return nativeCacheKey{}
 	}
-	return nativeCacheKey{stack: &t.Stack[0], depth: len(t.Stack), syscall: t.Syscall, state: t.State, arg1: t.SyscallArgs[1]}
+	return nativeCacheKey{stack: &t.Stack[0], depth: len(t.Stack), syscall: t.Syscall, state: t.State, arg1: t.SyscallArgs[1], events: t.Events}
 }
 
 // nativeVerdictOf judges one blocked thread: from its slot when its stack
@@ -318,7 +319,7 @@ func (a *Aggregator) nativeVerdictOf(t *procfs.Thread, slot *nativeSlot, jvm boo
 		if slot.key == k && slot.gen == nw.tramp.Gen {
 			return slot.c
 		}
-		in := nativewait.Thread{State: t.State, Syscall: t.Syscall, Args: t.SyscallArgs, WChan: t.WChan, FutexKind: kindOf(t.TID), Stack: t.Stack, FromJava: jvm, Trampolines: &nw.tramp}
+		in := nativewait.Thread{State: t.State, Syscall: t.Syscall, Args: t.SyscallArgs, WChan: t.WChan, FutexKind: kindOf(t.TID), Stack: t.Stack, FromJava: jvm, Events: t.Events, Trampolines: &nw.tramp}
 		c := nativeCached{w: nativewait.Classify(in)}
 		if c.w.Verdict == nativewait.Contention && c.w.Site != "" {
 			c.resource = siteID(string(c.w.Kind), c.w.Module, c.w.Site)
@@ -345,7 +346,7 @@ func (a *Aggregator) nativeVerdictOf(t *procfs.Thread, slot *nativeSlot, jvm boo
 	} else if jvm {
 		return nativeCached{} // the JVM's own wait: the dump judges it
 	} else {
-		c.w = nativewait.Classify(nativewait.Thread{State: t.State, Syscall: t.Syscall, Args: t.SyscallArgs, WChan: t.WChan, FutexKind: kindOf(t.TID), FromJava: jvm})
+		c.w = nativewait.Classify(nativewait.Thread{State: t.State, Syscall: t.Syscall, Args: t.SyscallArgs, WChan: t.WChan, FutexKind: kindOf(t.TID), FromJava: jvm, Events: t.Events})
 		c.kernel = true
 	}
 	if c.w.Verdict == nativewait.Contention {
@@ -418,7 +419,10 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 			c.stack = i
 		}
 		c.waiters++
-		c.perAddr[v.addr]++
+		if v.addr != 0 {
+			// A wait on an event set (epoll) has no word.
+			c.perAddr[v.addr]++
+		}
 		var ta *osThreadAgg
 		if i < len(a.os.cur) {
 			ta = a.os.cur[i]
@@ -608,7 +612,9 @@ func nativeResourceFinding(cs ContentionSite, s *Summary) (Finding, bool) {
 	}
 	on := fmt.Sprintf("on %s", nativeKindWords(kind, cs.Instances))
 	summary := fmt.Sprintf("%s inside their work at %s %s", what, cs.WaitFrame, on)
-	if cs.Ownerless {
+	if cs.Ownerless && s.Processes != nil {
+		summary += ", each waiting for a signal from another thread or process"
+	} else if cs.Ownerless {
 		summary += ", each waiting for a signal from another thread"
 	} else if len(cs.Holders) > 0 {
 		summary += ", held by a thread " + cs.Holders[0].Frame
@@ -619,6 +625,10 @@ func nativeResourceFinding(cs ContentionSite, s *Summary) (Finding, bool) {
 	summary += "."
 	ev := []string{fmt.Sprintf("resource %s at %s (module %s): %d distinct words over the run, at most %d at once, at most %d waiters on one",
 		cs.Kind, cs.WaitFrame, cs.Class, cs.Instances, cs.PeakInstances, cs.MaxInstanceWaiters)}
+	if cs.Instances == 0 && cs.PeakInstances == 0 {
+		ev[0] = fmt.Sprintf("resource %s at %s (module %s): no futex word; its waiters sleep in epoll_wait on sets of the program's own wake-ups (a latch: a pipe, eventfd or signalfd that the waker writes to)",
+			cs.Kind, cs.WaitFrame, cs.Class)
+	}
 	if cs.BlockedThreadSeconds > 0 {
 		ev = append(ev, fmt.Sprintf("threads spent %.1f s waiting here in all (each sighting counts the time the waiter was off the CPU since the sample before)", cs.BlockedThreadSeconds))
 	}

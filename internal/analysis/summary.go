@@ -25,6 +25,10 @@ type Summary struct {
 	// Threads is the number of threads in the last dump, VM-internal
 	// threads included.
 	Threads int `json:"threads"`
+	// Processes describes the tree of processes a live run sampled as
+	// one target (a server that forks its workers); absent for one
+	// process.
+	Processes *ProcessTree `json:"processes,omitempty"`
 	// States counts the threads of the last dump by Java state. VM-internal
 	// threads have no Java state and are counted under "NONE".
 	States map[string]int `json:"states"`
@@ -345,10 +349,23 @@ type ConnectionSummary struct {
 	ListeningPaths []string `json:"listening_paths"`
 }
 
+// ProcessTree is the tree of processes a run sampled: the target and its
+// descendants.
+type ProcessTree struct {
+	// Last counts the processes of the last sample, Seen the distinct
+	// ones over the run (processes that exited included).
+	Last int `json:"last"`
+	Seen int `json:"seen"`
+}
+
 // ThreadsPerConnection relates thread count to connected users.
 type ThreadsPerConnection struct {
 	// Ratio is threads / established connections at the last sample.
 	Ratio float64 `json:"ratio"`
+	// ProcessesRatio is processes / established connections at the last
+	// sample, for a tree of processes (PostgreSQL's backend per client
+	// is 1 and by design).
+	ProcessesRatio float64 `json:"processes_ratio,omitempty"`
 	// When the number of connections changed during the run: Slope is the
 	// threads added per connection by a least-squares line over the
 	// samples, Intercept the threads with no connection, R2 how well the

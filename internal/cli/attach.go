@@ -166,7 +166,7 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 		}
 	}
 	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Duration: opts.Duration, Count: opts.Count, Port: opts.Port,
-		JVM: opts.JVM.options(), ExactWaits: opts.Native.mode()})
+		JVM: opts.JVM.options(), ExactWaits: opts.Native.mode(), Tree: opts.Native.treeMode()})
 	if err != nil {
 		return err
 	}

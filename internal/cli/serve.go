@@ -162,7 +162,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 
 	ts := serve.New(serve.Options{
 		PIDs: opts.PIDs, Name: re, Java: opts.Java, Interval: opts.Interval, Port: opts.Port, JVM: opts.JVM.options(),
-		ExactWaits: opts.Native.mode(), Discovery: opts.Discovery, ProcRoot: opts.ProcRoot, Exporter: srv,
+		ExactWaits: opts.Native.mode(), Tree: opts.Native.treeMode(), Discovery: opts.Discovery, ProcRoot: opts.ProcRoot, Exporter: srv,
 		Report: func(ev serve.Event) { fmt.Fprintln(opts.IO.ErrOut, ev.Message(opts.Interval)) },
 	})
 	followed := make(chan struct{})

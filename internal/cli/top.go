@@ -117,7 +117,7 @@ func topRun(ctx context.Context, opts *TopOptions) error {
 	if err != nil {
 		return err
 	}
-	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Port: opts.Port, JVM: opts.JVM.options(), ExactWaits: opts.Native.mode()})
+	s, err := openSampler(opts.ProcRoot, opts.Name, sample.Options{PID: opts.PID, Interval: opts.Interval, Port: opts.Port, JVM: opts.JVM.options(), ExactWaits: opts.Native.mode(), Tree: opts.Native.treeMode()})
 	if err != nil {
 		return err
 	}

@@ -73,6 +73,10 @@ type Thread struct {
 	// returns into Java code: the native code runs inside the Java
 	// thread's work, not as a loop of its own.
 	FromJava bool
+	// Events says what the epoll set of a thread blocked in epoll_wait
+	// watches (procfs.EpollSet): a set of only the program's own
+	// wake-ups is ruled like a condition.
+	Events procfs.EventSet
 	// Trampolines are the program's own thread-start frames, by name:
 	// frames at the bottom of threads that go on into different start
 	// routines (Trampolines.Note learns them from a process's stacks).
@@ -121,6 +125,14 @@ func Classify(t Thread) Wait {
 	case callSleep:
 		w.Verdict, w.Reason = Sleep, "in "+syscallName(t.Syscall)
 	case callEvent:
+		if isEpoll(t.Syscall) && t.Events == procfs.EventsOwn {
+			w.Kind = sh.kind
+			if w.Kind == "" || w.Kind == Futex {
+				w.Kind = Condition
+			}
+			w.Verdict, w.Reason = ownEventsVerdict(w.Kind, sh, t)
+			break
+		}
 		w.Verdict, w.Reason = eventVerdict(sh, t)
 	case callPoll:
 		if t.Args[1] != 1 {
@@ -180,6 +192,42 @@ func eventVerdict(sh shape, t Thread) (string, string) {
 		return Idle, "in " + name + " at " + sh.site + ": an event loop waiting for its next event"
 	}
 	return Idle, "in " + name + ": waits for its next event"
+}
+
+// ownEventsVerdict is the rule for a wait on an epoll set of the
+// program's own wake-ups only (pipes, eventfds, signalfds, timers): no
+// client or device can end it, only another thread or process of the
+// program, or the clock. With a timeout it is a pause until the next
+// period or an earlier wake-up (sleep: PostgreSQL's background writer
+// between rounds); without one it waits for another part of the program,
+// as a condition does: contention inside work (a backend waiting for a
+// row lock in ProcSleep), idle at the top of its loop.
+func ownEventsVerdict(k Kind, sh shape, t Thread) (string, string) {
+	name := syscallName(t.Syscall)
+	if epollTimed(t) {
+		r := "in " + name + " with a timeout, on the program's own wake-ups only (no socket or file in its set): a pause until its next period or an earlier wake-up"
+		if sh.site != "" {
+			r += ", at " + sh.site
+		}
+		return Sleep, r
+	}
+	v, r := futexVerdict(k, sh, t)
+	return v, "in " + name + " on the program's own wake-ups only (no socket or file in its set, no timeout): " + r
+}
+
+// isEpoll reports the epoll waits, whose set the sweep can read.
+func isEpoll(nr int) bool {
+	return nr == unix.SYS_EPOLL_WAIT || nr == unix.SYS_EPOLL_PWAIT || nr == unix.SYS_EPOLL_PWAIT2
+}
+
+// epollTimed says an epoll wait has a timeout: a non-negative one in
+// milliseconds (epoll_wait, epoll_pwait: the fourth argument, an int), or
+// a timespec (epoll_pwait2: a pointer, NULL for none).
+func epollTimed(t Thread) bool {
+	if t.Syscall == unix.SYS_EPOLL_PWAIT2 {
+		return t.Args[3] != 0
+	}
+	return int32(t.Args[3]) >= 0
 }
 
 // unknownVerdict classes a blocked thread whose system call could not be

@@ -233,3 +233,56 @@ func TestCutStackNamesNoEntry(t *testing.T) {
 		"mariadbd:dispatch_command", "mariadbd:do_command", "mariadbd:handle_one_connection", "libc.so.6:start_thread", "libc.so.6:clone3"))
 	assert.Equal(t, "handle_one_connection", Classify(whole).Entry)
 }
+
+// PostgreSQL's backends and background processes wait in epoll_wait on
+// sets the sweep reads: a set holding the client's socket is an event
+// loop's (idle, however deep); a set of only the program's own wake-ups
+// (a latch: signalfd and pipe) is ruled like a condition, whose name comes
+// from WaitLatch above the frames named for waiting; with a timeout it is
+// a pause.
+func TestOwnEventSets(t *testing.T) {
+	pgMain := []string{"postgres:PostgresMain", "postgres:+0x3efcbc", "postgres:PostmasterMain", "postgres:main"}
+	latch := []string{"libc.so.6:epoll_wait", "postgres:WaitEventSetWait", "postgres:WaitLatch"}
+	rowLock := with(append(append(append([]string{}, latch...), "postgres:ProcSleep", "postgres:+0x45d95d", "postgres:LockAcquireExtended",
+		"postgres:XactLockTableWait", "postgres:heap_update", "postgres:ExecUpdate", "postgres:standard_ExecutorRun", "postgres:PortalRun"), pgMain...), mainStart)
+	clientRead := with(append([]string{"libc.so.6:epoll_wait", "postgres:WaitEventSetWait", "postgres:secure_read", "postgres:pq_recvbuf", "postgres:pq_getbyte"}, pgMain...), mainStart)
+	bgWriter := with(append(append([]string{}, latch...), "postgres:BackgroundWriterMain", "postgres:AuxiliaryProcessMain", "postgres:+0x3ec0a13", "postgres:PostmasterMain", "postgres:main"), mainStart)
+	epoll := func(ev procfs.EventSet, timeout int32, st []procfs.StackFrame) Thread {
+		return Thread{State: 'S', Syscall: unix.SYS_EPOLL_WAIT, Args: [5]uint64{8, 0x55e9, 1, uint64(uint32(timeout))}, Events: ev, Stack: st}
+	}
+	tests := []struct {
+		name          string
+		thread        Thread
+		verdict, site string
+		kind          Kind
+	}{
+		{"a row-lock wait on the backend's latch", epoll(procfs.EventsOwn, -1, rowLock), Contention, "ProcSleep ← postgres+0x45d95d", Condition},
+		{"the same stack, its set unread: an event loop as before", epoll(procfs.EventsUnread, -1, rowLock), Idle, "ProcSleep ← postgres+0x45d95d", ""},
+		{"a wait for the client's next query", epoll(procfs.EventsOutside, -1, clientRead), Idle, "WaitEventSetWait ← secure_read", ""},
+		{"the background writer between rounds (a timeout)", epoll(procfs.EventsOwn, 200, bgWriter), Sleep, "BackgroundWriterMain ← AuxiliaryProcessMain", ""},
+		{"no stack, no timeout: cannot tell", epoll(procfs.EventsOwn, -1, nil), Idle, "", Condition},
+		{"epoll_pwait2's timeout is a pointer", Thread{State: 'S', Syscall: unix.SYS_EPOLL_PWAIT2, Args: [5]uint64{8, 0x55e9, 1, 0x7ffe0000}, Events: procfs.EventsOwn, Stack: rowLock}, Sleep, "ProcSleep ← postgres+0x45d95d", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := Classify(tc.thread)
+			assert.Equal(t, tc.verdict, w.Verdict, w.Reason)
+			assert.Equal(t, tc.site, w.Site)
+			if tc.kind != "" {
+				assert.Equal(t, tc.kind, w.Kind)
+			}
+		})
+	}
+}
+
+// Frames named for waiting are the primitive's only below a function
+// named for one, and only a few of them.
+func TestWaitingRun(t *testing.T) {
+	n, k := waitingRun(stack("postgres:WaitEventSetWait", "postgres:WaitLatch", "postgres:ProcSleep"))
+	assert.Equal(t, 2, n)
+	assert.Equal(t, Condition, k)
+	n, _ = waitingRun(stack("app:wait_for_reply", "app:handle_request", "app:queue_worker"))
+	assert.Zero(t, n, "a frame that is not named for waiting ends the run")
+	n, _ = waitingRun(stack("app:await_a", "app:await_b", "app:wait_c", "app:wait_d", "app:wait_e", "app:sem_wait_f"))
+	assert.Zero(t, n, "too long a run of waiting frames")
+}

@@ -216,6 +216,17 @@ func readShape(st []procfs.StackFrame, tr *Trampolines) shape {
 	for top < len(st) {
 		m, k := machineryKind(st[top])
 		if !m {
+			// The program's functions named for waiting, between the
+			// system call and a function named for a primitive, are
+			// that primitive's own: PostgreSQL's WaitLatch reaches
+			// epoll_wait through WaitEventSetWait.
+			if n, pk := waitingRun(st[top:]); n > 0 {
+				top += n
+				if pk != Futex || s.kind == "" {
+					s.kind = pk
+				}
+				continue
+			}
 			// An unnamed frame that a function named for a primitive
 			// calls is that primitive's own (a lock library's static
 			// routine between its pthread_mutex_lock and its exported
@@ -286,6 +297,37 @@ func readShape(st []procfs.StackFrame, tr *Trampolines) shape {
 		s.work = prog[len(prog)-3].Name()
 	}
 	return s
+}
+
+// maxWaitingRun bounds the frames named for waiting that a primitive's
+// function may reach its system call through.
+const maxWaitingRun = 4
+
+// waitingRun reads the frames at the top of st that are named for waiting
+// ("wait" is one of their words) up to the first one named for a
+// primitive: it returns how many frames that is (the primitive's
+// included) and the primitive's kind, or 0 when the run of waiting frames
+// ends elsewhere.
+func waitingRun(st []procfs.StackFrame) (int, Kind) {
+	for i := 0; i < len(st) && i <= maxWaitingRun; i++ {
+		name := qualifiedName(st[i].Function)
+		if k := primitiveKind(name); k != "" {
+			return i + 1, k
+		}
+		if !hasWord(name, "wait") {
+			return 0, ""
+		}
+	}
+	return 0, ""
+}
+
+func hasWord(name, word string) bool {
+	for _, w := range words(name) {
+		if w == word {
+			return true
+		}
+	}
+	return false
 }
 
 // oneClass reports frames whose functions all belong to one C++ class

@@ -52,6 +52,10 @@ type HostReader struct {
 	// measure the consumers or the throttling over, and reads /proc/stat
 	// alone.
 	OneSample bool
+	// Own are the other processes of the target's tree (a server made of
+	// processes): their CPU is the target's own, measured thread by
+	// thread, not another process's. Set by the sampler between reads.
+	Own map[int]bool
 
 	dirBuf  []byte
 	statBuf []byte
@@ -164,7 +168,7 @@ func (r *HostReader) sweep(now time.Time) ([]ProcCPU, time.Duration) {
 				}
 				pid, ok = pid*10+int(c-'0'), true
 			}
-			if !ok || pid == r.pid {
+			if !ok || pid == r.pid || r.Own[pid] {
 				continue
 			}
 			cpu, start, comm, ok := r.readStat(dir, pid)

@@ -68,6 +68,39 @@ func (f FS) Connections(pid, port int) (*Connections, error) {
 	if err != nil {
 		return nil, err
 	}
+	return f.connectionsOf(pid, port, inodes)
+}
+
+// TreeConnections counts the sockets of a tree of processes as one
+// server's: pids[0] is its root, whose namespace the sockets are looked up
+// in. A connection is inbound when its local port is one that any process
+// of the tree listens on (PostgreSQL's postmaster listens, and each
+// backend it forks holds one client's socket); a socket that several
+// processes share counts once. Processes that exit meanwhile, or whose
+// fd/ is unreadable, are left out; the root's errors are returned.
+func (f FS) TreeConnections(pids []int, port int) (*Connections, error) {
+	if len(pids) == 0 {
+		return nil, ErrProcessGone
+	}
+	inodes, err := f.socketInodes(pids[0])
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pids[1:] {
+		more, err := f.socketInodes(p)
+		if err != nil {
+			continue
+		}
+		for ino := range more {
+			inodes[ino] = struct{}{}
+		}
+	}
+	return f.connectionsOf(pids[0], port, inodes)
+}
+
+// connectionsOf counts the sockets inodes names, looked up in pid's
+// network namespace.
+func (f FS) connectionsOf(pid, port int, inodes map[uint64]struct{}) (*Connections, error) {
 	sameNS := f.sameNetNS(pid)
 	c, err := f.tcpConnections(pid, port, inodes, sameNS)
 	if err != nil {

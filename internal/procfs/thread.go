@@ -53,6 +53,12 @@ type Thread struct {
 	// from SyscallPC and SyscallSP while it is blocked in a system call
 	// (Unwinder); nil when not unwound.
 	Stack []StackFrame
+	// PID is the process the thread belongs to, when a sample covers a
+	// tree of processes; 0 in a sample of one process (its target's).
+	PID int
+	// Events says what the epoll set a thread blocked in epoll_wait
+	// waits on watches (EpollSet); EventsUnread otherwise.
+	Events EventSet
 }
 
 // Markers of Thread.Syscall.

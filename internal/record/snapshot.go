@@ -73,6 +73,12 @@ func encodeSnapshot(e *encoder, s *snapshot.Snapshot, prev threadState, key bool
 			e.uvarint(t.SyscallSP)
 			e.uvarint(t.SyscallPC)
 		}
+		if e.version >= 10 {
+			// The process of a tree's thread, and what its epoll set
+			// watches: the wait rule reads both.
+			e.int(t.PID)
+			e.byte(byte(t.Events))
+		}
 		if e.version >= 6 {
 			encodeStack(e, t.Stack, p.Stack, known)
 		}
@@ -383,6 +389,10 @@ func decodeThreads(d *decoder, s *snapshot.Snapshot, prev threadState, key bool)
 		}
 		if d.version >= 9 {
 			t.SyscallSP, t.SyscallPC = d.uvarint(), d.uvarint()
+		}
+		if d.version >= 10 {
+			t.PID = d.int()
+			t.Events = procfs.EventSet(d.byte())
 		}
 		if d.version >= 6 {
 			t.Stack = decodeStack(d, p.Stack, known)

@@ -59,6 +59,9 @@ func Text(w io.Writer, s *analysis.Summary, opt TextOptions) error {
 func writeLiveHeader(tw *textWriter, s *analysis.Summary) {
 	T := Terminal
 	tw.printf("pid %d (%s, %s): %d samples over %.1fs, %d threads", s.Target.PID, T(s.Target.Name), s.Target.Kind, s.Samples, s.DurationSeconds, s.Threads)
+	if p := s.Processes; p != nil {
+		tw.printf(" in %d processes (the target and its descendants; %d over the run)", p.Last, p.Seen)
+	}
 	if s.Dumps > 0 {
 		tw.printf(", %d thread dumps", s.Dumps)
 	}
@@ -119,7 +122,12 @@ func writeConnections(tw *textWriter, s *analysis.Summary, c *analysis.Connectio
 	if len(listening) > 0 {
 		tw.printf("; listening on %s", strings.Join(listening, ", "))
 	}
-	if tpc := s.ThreadsPerConnection; tpc != nil {
+	if tpc := s.ThreadsPerConnection; tpc != nil && tpc.ProcessesRatio > 0 {
+		tw.printf("; %.1f processes and %.1f threads per connection", tpc.ProcessesRatio, tpc.Ratio)
+		if tpc.Slope != nil {
+			tw.printf(" (%.2f threads added per connection, R² %.2f, over %d to %d connections)", *tpc.Slope, *tpc.R2, tpc.MinConnections, tpc.MaxConnections)
+		}
+	} else if tpc != nil {
 		tw.printf("; %.1f threads per connection", tpc.Ratio)
 		if tpc.Slope != nil {
 			tw.printf(" (%.2f added per connection, R² %.2f, over %d to %d connections)", *tpc.Slope, *tpc.R2, tpc.MinConnections, tpc.MaxConnections)
@@ -699,6 +707,8 @@ func writeResources(tw *textWriter, s *analysis.Summary, top int) {
 		switch {
 		case c.Instances == 1:
 			tw.printf("               one instance\n")
+		case c.Native && c.Instances == 0 && c.PeakInstances == 0 && c.DumpsSeen > 0:
+			tw.printf("               no futex word: the waiters sleep in epoll_wait on their own wake-ups (a latch)\n")
 		case c.Striped:
 			tw.printf("               %d instances (up to %d at once), at most %d waiting on one; striped: one waiter per instance, each behind its own holder, no hot lock\n", c.Instances, c.PeakInstances, c.MaxInstanceWaiters)
 		default:

@@ -145,7 +145,7 @@ func (s *Sampler) runWarnings() []string {
 	if !r.stopped {
 		return nil
 	}
-	var out []string
+	out := s.treeWarnings()
 	add := func(w string) {
 		if w != "" {
 			out = append(out, w)

@@ -32,6 +32,9 @@ type Options struct {
 	// ExactWaits says whether a native target's futex waits are counted
 	// by the kernel (exactwaits.go); off by default.
 	ExactWaits ExactWaits
+	// Tree says whether the target's descendants are sampled with it
+	// (tree.go); TreeAuto by default.
+	Tree TreeMode
 }
 
 // JVMOptions tune the thread dumps of a JVM target.
@@ -161,6 +164,15 @@ type Sampler struct {
 	// fast reads the threads that block too often for the samples
 	// (fastreads.go).
 	fast fastState
+	// events are the epoll sets of the previous sample's threads
+	// (eventsets.go).
+	events map[int]cachedEvents
+	// tree samples the target's descendants with it (tree.go); nil
+	// for one process.
+	tree *treeState
+	// member says the sampler samples one process of another's tree: the
+	// host and the connections are the root's to read.
+	member bool
 }
 
 // NewSampler checks the target and opens what the sweep keeps open. It
@@ -257,6 +269,7 @@ func NewSampler(opts Options) (*Sampler, error) {
 		s.Close()
 		return nil, err
 	}
+	s.newTree()
 	if s.jvm != nil && s.jvm.NoPerfData != "" {
 		s.notes = append(s.notes, "no JVM counters (threads, safepoints, GC, monitor inflations): "+s.jvm.NoPerfData+
 			"; thread dumps still work through the attach socket, but the pause each causes is not measured, so dumps are spaced as if the whole request paused the JVM")
@@ -300,7 +313,7 @@ func (s *Sampler) Close() error {
 	if s.stacks.unwinder != nil {
 		unwinder = s.stacks.unwinder.Close()
 	}
-	return errors.Join(s.stopJFR(), s.closeExactWaits(), s.threads.Close(), s.sym.Close(), s.mem.Close(), unwinder)
+	return errors.Join(s.stopJFR(), s.closeExactWaits(), s.threads.Close(), s.sym.Close(), s.mem.Close(), unwinder, s.closeTree())
 }
 
 // Take takes one snapshot. It returns an error wrapping
@@ -345,7 +358,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	// The connections and the host's counters do not depend on the dump:
 	// read while it is under way.
 	var connErr error
-	if !s.fdDenied && err == nil {
+	if !s.fdDenied && !s.member && err == nil {
 		c, err := s.fs.Connections(s.opts.PID, s.opts.Port)
 		switch {
 		case err == nil:
@@ -356,8 +369,10 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 			connErr = err
 		}
 	}
-	if h, err := s.host.Read(); err == nil {
-		snap.Host = h
+	if !s.member { // a tree's root reads the host for its members
+		if h, err := s.host.Read(); err == nil {
+			snap.Host = h
+		}
 	}
 	if dumped != nil {
 		// Naming futexes after the dump needs the mappings (or, on an
@@ -407,6 +422,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	if s.unwindStacks(threads, snap.Futexes) {
 		group() // threads read again in another wait join its group
 	}
+	s.readEventSets(threads)
 	s.readExactWaits(snap, threads)
 	s.fastReads(snap, threads, sweptAt)
 
@@ -427,6 +443,9 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	}
 	if locked != nil {
 		<-locked
+	}
+	if s.tree != nil {
+		s.takeTree(ctx, snap)
 	}
 	snap.Cost = time.Since(start)
 	return snap, nil

@@ -52,6 +52,9 @@ type Options struct {
 	// tracepoints (ExactAuto: where the privilege allows; the targets
 	// share the sampler's bound on traced threads).
 	ExactWaits sample.ExactWaits
+	// Tree says whether native targets' descendants are sampled with
+	// them (sample.TreeMode).
+	Tree sample.TreeMode
 	// Discovery is the time between looks for targets that started (5 s
 	// when not positive).
 	Discovery time.Duration
@@ -252,7 +255,7 @@ func (ts *Targets) matches(pid int) bool {
 
 // start begins sampling pid in its own goroutine.
 func (ts *Targets) start(ctx context.Context, pid int, explicit bool) {
-	s, err := sample.NewSampler(sample.Options{PID: pid, Interval: ts.opts.Interval, Port: ts.opts.Port, ProcRoot: ts.fs.Root(), JVM: ts.opts.JVM, ExactWaits: ts.opts.ExactWaits})
+	s, err := sample.NewSampler(sample.Options{PID: pid, Interval: ts.opts.Interval, Port: ts.opts.Port, ProcRoot: ts.fs.Root(), JVM: ts.opts.JVM, ExactWaits: ts.opts.ExactWaits, Tree: ts.opts.Tree})
 	if err != nil {
 		switch {
 		case explicit:

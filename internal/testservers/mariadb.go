@@ -210,38 +210,43 @@ func (m MariaDBTools) PrepareSysbench(t testing.TB, sock string) {
 	require.NoError(t, err, "sysbench prepare: %s", out)
 }
 
-// Sysbench is a sysbench run a test started.
-type Sysbench struct {
+// Load is a load generator's run a test started (sysbench, pgbench, ab).
+type Load struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	out  *syncBuffer
 }
 
-// Stop kills the run (and is a no-op after it ended).
-func (s *Sysbench) Stop() {
-	_ = s.cmd.Process.Kill() // our child: its pid is ours until reaped
-	<-s.done
-}
-
-// Done is closed when the run ended.
-func (s *Sysbench) Done() <-chan struct{} { return s.done }
-
-// Output is what sysbench printed so far.
-func (s *Sysbench) Output() string { return s.out.String() }
-
-// StartSysbench runs 32 clients for at most seconds (a bound if the test
-// is stopped before it stops them); killed when the test ends.
-func (m MariaDBTools) StartSysbench(t testing.TB, sock string, seconds int) *Sysbench {
+// startLoad starts cmd, killed when the test ends.
+func startLoad(t testing.TB, cmd *exec.Cmd) *Load {
 	t.Helper()
-	args := append(sysbenchArgs(sock), "--threads=32", "--time="+strconv.Itoa(seconds), "run")
-	cmd := exec.Command(m.Sysbench, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	s := &Sysbench{cmd: cmd, done: make(chan struct{}), out: &syncBuffer{}}
+	s := &Load{cmd: cmd, done: make(chan struct{}), out: &syncBuffer{}}
 	cmd.Stdout, cmd.Stderr = s.out, s.out
 	require.NoError(t, cmd.Start())
 	go func() { _ = cmd.Wait(); close(s.done) }()
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// Stop kills the run (and is a no-op after it ended).
+func (s *Load) Stop() {
+	_ = s.cmd.Process.Kill() // our child: its pid is ours until reaped
+	<-s.done
+}
+
+// Done is closed when the run ended.
+func (s *Load) Done() <-chan struct{} { return s.done }
+
+// Output is what the load generator printed so far.
+func (s *Load) Output() string { return s.out.String() }
+
+// StartSysbench runs 32 clients for at most seconds (a bound if the test
+// is stopped before it stops them); killed when the test ends.
+func (m MariaDBTools) StartSysbench(t testing.TB, sock string, seconds int) *Load {
+	t.Helper()
+	args := append(sysbenchArgs(sock), "--threads=32", "--time="+strconv.Itoa(seconds), "run")
+	return startLoad(t, exec.Command(m.Sysbench, args...))
 }
 
 // rowLockRead is one read of the server's row-lock counters.
@@ -252,17 +257,21 @@ type rowLockRead struct {
 	took     time.Duration
 }
 
-// RowLockWatch reads the server's row-lock counters every 50 ms over one
-// client connection (a mariadb client kept open: a new one per read would
-// cost the server a login each time).
+// RowLockWatch reads a server's row-lock counters every 50 ms over one
+// client connection (a client kept open: a new one per read would cost
+// the server a login each time). Its query answers one line of two
+// numbers: the transactions waiting for a row lock now, and the
+// milliseconds waited so far by ended waits (0 where the server keeps no
+// such count).
 //
-// The truth is Innodb_row_lock_current_waits, not INNODB_TRX: that table
-// is a cache refreshed only when nobody read it for 100 ms, so read every
-// 50 ms it never changes.
+// MariaDB's truth is Innodb_row_lock_current_waits, not INNODB_TRX: that
+// table is a cache refreshed only when nobody read it for 100 ms, so read
+// every 50 ms it never changes.
 type RowLockWatch struct {
 	mu     sync.Mutex
 	reads  []rowLockRead
 	taken  int // reads MeanSinceLast has used
+	query  string
 	client *exec.Cmd
 	done   chan struct{}
 	quit   chan struct{}
@@ -276,13 +285,20 @@ const rowLockQuery = "SELECT (SELECT VARIABLE_VALUE FROM information_schema.GLOB
 func (m MariaDBTools) WatchRowLocks(t testing.TB, sock string) *RowLockWatch {
 	t.Helper()
 	cmd := exec.Command(m.Client, "--no-defaults", "--socket="+sock, "-uroot", "-N", "-B", "--unbuffered")
+	return watchRowLocks(t, cmd, rowLockQuery)
+}
+
+// watchRowLocks starts a client that reads query from its stdin and
+// answers a line for each.
+func watchRowLocks(t testing.TB, cmd *exec.Cmd, query string) *RowLockWatch {
+	t.Helper()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	w := &RowLockWatch{client: cmd, done: make(chan struct{}), quit: make(chan struct{})}
+	w := &RowLockWatch{client: cmd, query: query, done: make(chan struct{}), quit: make(chan struct{})}
 	t.Cleanup(w.Stop)
 	go w.loop(stdin, bufio.NewReader(stdout))
 	return w
@@ -294,7 +310,7 @@ func (w *RowLockWatch) loop(in io.WriteCloser, out *bufio.Reader) {
 	defer tick.Stop()
 	for {
 		start := time.Now()
-		if _, err := io.WriteString(in, rowLockQuery); err != nil {
+		if _, err := io.WriteString(in, w.query); err != nil {
 			return
 		}
 		line, err := out.ReadString('\n')
@@ -355,13 +371,13 @@ func (w *RowLockWatch) MeanSinceLast() float64 {
 // WaitQueued waits until the load queued at least n transactions on row
 // locks; fails if the load ends first or it takes 30 s (a loaded machine
 // may take that long to start 32 clients).
-func (w *RowLockWatch) WaitQueued(t testing.TB, load *Sysbench, n float64) {
+func (w *RowLockWatch) WaitQueued(t testing.TB, load *Load, n float64) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for w.Latest() < n {
 		select {
 		case <-load.Done():
-			t.Fatalf("sysbench ended before the load queued: %s", load.Output())
+			t.Fatalf("the load generator ended before the load queued: %s", load.Output())
 		case <-time.After(50 * time.Millisecond):
 		}
 		require.True(t, time.Now().Before(deadline), "the load never queued %v transactions on row locks (last count %v): %s", n, w.Latest(), load.Output())

@@ -1,0 +1,219 @@
+//go:build linux && amd64
+
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/testservers"
+)
+
+// treeAttach is what the tree tests read of ctprof's JSON.
+type treeAttach struct {
+	Samples   int `json:"samples"`
+	Threads   int `json:"threads"`
+	Processes *struct {
+		Last int `json:"last"`
+		Seen int `json:"seen"`
+	} `json:"processes"`
+	ContentionSites []mariadbSite `json:"contention_sites"`
+	Waits           []struct {
+		Thread   string `json:"thread"`
+		TID      int    `json:"tid"`
+		Verdict  string `json:"verdict"`
+		Resource string `json:"resource"`
+		Frame    string `json:"frame"`
+		Reason   string `json:"reason"`
+	} `json:"waits"`
+	Connections *struct {
+		Established int `json:"established"`
+	} `json:"connections"`
+	ThreadsPerConnection *struct {
+		ProcessesRatio float64 `json:"processes_ratio"`
+	} `json:"threads_per_connection"`
+	Scheduling *struct {
+		Consumers []struct {
+			PID  int    `json:"pid"`
+			Name string `json:"name"`
+		} `json:"consumers"`
+	} `json:"scheduling"`
+	Findings []struct {
+		Kind    string `json:"kind"`
+		Summary string `json:"summary"`
+	} `json:"findings"`
+}
+
+// ctprof attach on PostgreSQL's postmaster, whose work runs in the backends
+// it forks, one per client: under pgbench's TPC-B (32 clients over TCP on a
+// scale-1 database, where every transaction updates the one branch row)
+// most backends wait for another transaction's row lock. PostgreSQL counts
+// them itself: pg_stat_activity's backends in wait_event_type 'Lock', read
+// every 50 ms beside the attach. A row-lock wait is ProcSleep on the
+// backend's latch (epoll_wait on a set of only a signalfd and a pipe), in
+// each backend's own process.
+//
+// Then, without load, a few client sessions stay connected: their backends
+// wait for their client's next query (epoll_wait on a set holding its
+// socket) and are idle, as are the server's own processes between their
+// rounds; nothing is contention.
+func TestAttachPostgreSQLTree(t *testing.T) {
+	tools := testservers.FindPostgres(t)
+	pg := tools.Start(t)
+	tools.InitPgbench(t, pg)
+
+	truth := tools.WatchLockWaits(t, pg)
+	load := tools.StartPgbench(t, pg, 32, 120)
+	truth.WaitQueued(t, load, 8)
+	from := time.Now()
+	code, stdout, stderr := run(t, "", "attach", strconv.Itoa(pg.PID), "--duration", "6s", "--interval", "250ms", "--format", "json")
+	to := time.Now()
+	win := truth.Window(from, to)
+	load.Stop()
+	truth.Stop()
+	require.Equal(t, 0, code, stderr)
+	var doc treeAttach
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	t.Logf("pg_stat_activity over the attach: %.1f backends waiting for a lock on average (%d reads, min %v, max %v)", win.Mean, win.Reads, win.Min, win.Max)
+	for i, s := range doc.ContentionSites {
+		if i == 4 {
+			break
+		}
+		t.Logf("resource %s: avg %.2f, up to %d", s.ID, s.AvgWaiters, s.Waiters)
+	}
+
+	// (1) The whole tree: the postmaster, 32 backends and the server's
+	// own processes (checkpointer, background writer, WAL writer, ...).
+	require.NotNil(t, doc.Processes, "the summary does not say it covered a tree of processes")
+	assert.GreaterOrEqual(t, doc.Processes.Last, 36, "processes at the last sample")
+	assert.GreaterOrEqual(t, doc.Processes.Seen, doc.Processes.Last)
+
+	// (2) The top resource is the row-lock wait, with as many waiters as
+	// the server counts.
+	require.NotEmpty(t, doc.ContentionSites, "no resource while PostgreSQL counted %.1f backends waiting for a lock", win.Mean)
+	top := doc.ContentionSites[0]
+	assert.Equal(t, "condition", top.Kind, "the top resource %s", top.ID)
+	assert.Equal(t, "postgres", top.Class, "the top resource's module")
+	assert.True(t, strings.HasPrefix(top.WaitFrame, "ProcSleep"), "the top resource waits at %q, not in ProcSleep", top.WaitFrame)
+	assert.InEpsilon(t, win.Mean, top.AvgWaiters, 0.25, "avg_waiters of %s against pg_stat_activity's lock waiters (mean of %d reads)", top.ID, win.Reads)
+	assert.NotRegexp(t, runtimeAddress, top.ID)
+
+	// (3) The clients are counted over the tree: a process per client.
+	if assert.NotNil(t, doc.Connections) {
+		assert.GreaterOrEqual(t, doc.Connections.Established, 32, "established connections of pgbench's 32 clients")
+	}
+	if assert.NotNil(t, doc.ThreadsPerConnection) {
+		assert.InDelta(t, 1.2, doc.ThreadsPerConnection.ProcessesRatio, 0.2, "processes per connection: a backend per client, and the server's own few")
+	}
+	for _, f := range doc.Findings {
+		assert.NotEqual(t, "thread_per_connection", f.Kind, "a backend per client is PostgreSQL's design: %s", f.Summary)
+	}
+
+	// (4) The tree's own processes are its threads, never "other
+	// processes" using its CPUs.
+	tree := treePIDs(t, pg.PID)
+	if doc.Scheduling != nil {
+		for _, c := range doc.Scheduling.Consumers {
+			assert.False(t, tree[c.PID], "the tree's own process %d (%s) is listed among the other processes using the CPUs", c.PID, c.Name)
+		}
+	}
+
+	// (5) Idle: sessions connected but silent, and the server's own
+	// processes between their rounds.
+	for i := 0; i < 4; i++ {
+		tools.OpenSession(t, pg)
+	}
+	require.Eventually(t, func() bool { return len(treePIDs(t, pg.PID)) >= 6+4 }, 30*time.Second, 50*time.Millisecond, "the sessions' backends did not start")
+	code, stdout, stderr = run(t, "", "attach", strconv.Itoa(pg.PID), "--count", "3", "--interval", "300ms", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var idle treeAttach
+	require.NoError(t, json.Unmarshal([]byte(stdout), &idle))
+	verdicts := map[string]int{}
+	for _, w := range idle.Waits {
+		verdicts[w.Verdict]++
+		assert.NotEqual(t, "contention", w.Verdict, "%s (tid %d) without load: %s", w.Thread, w.TID, w.Reason)
+		if strings.HasPrefix(w.Thread, "postgres: postgres postgres") {
+			assert.Equal(t, "idle", w.Verdict, "a session's backend waiting for its client: %s", w.Reason)
+		}
+	}
+	t.Logf("without load: %v", verdicts)
+	assert.GreaterOrEqual(t, verdicts["idle"], 4+1, "the sessions' backends and the postmaster are idle")
+	assert.Empty(t, idle.ContentionSites, "resources without load")
+
+	// --no-tree: the postmaster alone.
+	code, stdout, stderr = run(t, "", "attach", strconv.Itoa(pg.PID), "--count", "1", "--no-tree", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var alone treeAttach
+	require.NoError(t, json.Unmarshal([]byte(stdout), &alone))
+	assert.Nil(t, alone.Processes, "--no-tree sampled a tree")
+	assert.Equal(t, 1, alone.Threads, "--no-tree: the postmaster's one thread")
+}
+
+// treePIDs lists pid and its descendants now, from /proc's children files.
+func treePIDs(t *testing.T, pid int) map[int]bool {
+	t.Helper()
+	out := map[int]bool{pid: true}
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(p) + "/task")
+		for _, tid := range tasks {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/task/" + tid.Name() + "/children")
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil && !out[c] {
+					out[c] = true
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ctprof attach on nginx's master, whose workers (event loops, one per
+// process) serve the clients: under ab the tree's workers hold the
+// connections; when the load stops, every worker waits in epoll_wait on a
+// set of its listening socket and its channel to the master, which is
+// idle, and the master waits for signals.
+func TestAttachNginxTree(t *testing.T) {
+	n := testservers.StartNginx(t, 3)
+	load := testservers.StartAB(t, n.Addr, 16, 60)
+	require.Eventually(t, func() bool { return len(treePIDs(t, n.PID)) >= 1+n.Workers }, 30*time.Second, 20*time.Millisecond, "nginx's workers did not start")
+	code, stdout, stderr := run(t, "", "attach", strconv.Itoa(n.PID), "--duration", "3s", "--interval", "250ms", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var busy treeAttach
+	require.NoError(t, json.Unmarshal([]byte(stdout), &busy))
+	if assert.NotNil(t, busy.Processes, "the summary does not say it covered a tree") {
+		assert.Equal(t, 1+n.Workers, busy.Processes.Last, "the master and its workers")
+	}
+	if assert.NotNil(t, busy.Connections) {
+		assert.GreaterOrEqual(t, busy.Connections.Established, 8, "ab's 16 keep-alive connections, held by the workers")
+	}
+	load.Stop()
+
+	code, stdout, stderr = run(t, "", "attach", strconv.Itoa(n.PID), "--count", "3", "--interval", "300ms", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var idle treeAttach
+	require.NoError(t, json.Unmarshal([]byte(stdout), &idle))
+	workers := 0
+	for _, w := range idle.Waits {
+		assert.Equal(t, "idle", w.Verdict, "%s (tid %d) without load: %s", w.Thread, w.TID, w.Reason)
+		if w.Thread == "nginx: worker process" {
+			workers++
+			assert.Contains(t, w.Reason, "event loop", "a worker without load")
+		}
+	}
+	assert.Equal(t, n.Workers, workers, "the workers in waits[] by their role: %+v", idle.Waits)
+	assert.Empty(t, idle.ContentionSites, "resources without load")
+}

@@ -1,0 +1,109 @@
+//go:build linux && amd64
+
+package testservers
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Nginx is an nginx master a test started, with its workers: a server made
+// of processes, each worker an event loop (epoll_wait on its listening
+// and client sockets).
+type Nginx struct {
+	PID     int
+	Addr    string
+	Workers int
+	cmd     *exec.Cmd
+	done    chan struct{}
+	out     *syncBuffer
+}
+
+// StartNginx starts Debian's nginx in the foreground on 127.0.0.1 and a
+// free port with workers worker processes, serving a small file, and
+// stops it by its pid when the test ends.
+func StartNginx(t testing.TB, workers int) *Nginx {
+	t.Helper()
+	bin := "/usr/sbin/nginx"
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("nginx is not installed: apt-get install nginx (scripts/deps.sh installs it)")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte(strings.Repeat("ctprof ", 100)), 0o644))
+	port := freePort(t)
+	conf := `daemon off;
+master_process on;
+worker_processes ` + strconv.Itoa(workers) + `;
+pid ` + filepath.Join(dir, "nginx.pid") + `;
+error_log ` + filepath.Join(dir, "error.log") + ` warn;
+events { worker_connections 256; }
+http {
+	access_log off;
+	client_body_temp_path ` + dir + `;
+	proxy_temp_path ` + dir + `;
+	fastcgi_temp_path ` + dir + `;
+	uwsgi_temp_path ` + dir + `;
+	scgi_temp_path ` + dir + `;
+	server {
+		listen 127.0.0.1:` + strconv.Itoa(port) + `;
+		root ` + dir + `;
+	}
+}
+`
+	// As root the workers run as nobody, who must reach the files.
+	require.NoError(t, os.Chmod(dir, 0o755))
+	confPath := filepath.Join(dir, "nginx.conf")
+	require.NoError(t, os.WriteFile(confPath, []byte(conf), 0o644))
+	cmd := exec.Command(bin, "-c", confPath, "-p", dir, "-e", filepath.Join(dir, "error.log"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	n := &Nginx{Addr: "127.0.0.1:" + strconv.Itoa(port), Workers: workers, cmd: cmd, done: make(chan struct{}), out: &syncBuffer{}}
+	cmd.Stdout, cmd.Stderr = n.out, n.out
+	require.NoError(t, cmd.Start())
+	n.PID = cmd.Process.Pid
+	go func() { _ = cmd.Wait(); close(n.done) }()
+	t.Cleanup(func() {
+		// SIGQUIT: a graceful stop, which ends the workers; then by pid.
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-n.done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-n.done
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", n.Addr, time.Second)
+		if err == nil {
+			c.Close()
+			return n
+		}
+		select {
+		case <-n.done:
+			b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			t.Fatalf("nginx exited: %s%s", n.out.String(), b)
+		case <-time.After(20 * time.Millisecond):
+		}
+		require.True(t, time.Now().Before(deadline), "nginx did not accept connections on %s: %v", n.Addr, err)
+	}
+}
+
+// StartAB loads addr with ab: conns keep-alive connections for at most
+// seconds; killed when the test ends.
+func StartAB(t testing.TB, addr string, conns, seconds int) *Load {
+	t.Helper()
+	ab, err := exec.LookPath("ab")
+	if err != nil {
+		t.Fatalf("ab is not installed: apt-get install apache2-utils (scripts/deps.sh installs it)")
+	}
+	return startLoad(t, exec.Command(ab, "-q", "-r", "-k", "-c", strconv.Itoa(conns), "-t", strconv.Itoa(seconds), "-n", "50000000", "http://"+addr+"/index.html"))
+}
