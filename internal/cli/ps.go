@@ -29,7 +29,11 @@ func NewCmdPs(io IO, runF func(*PsOptions) error) *cobra.Command {
 		Short: "List processes worth profiling: threads, connections, JVM or not",
 		Long: `List processes with their thread count, established TCP connections and
 whether each is a JVM, most threads first, so you can find the pid to attach
-to. Single-threaded processes are left out unless --all is given. A "-" in
+to. A server made of processes (PostgreSQL's postmaster and its backends,
+nginx's master and workers: descendants running the parent's executable) is
+one row, its parent's, with PROCS processes and the tree's threads and
+connections, as attach samples it. Single-threaded processes are left out
+unless --all is given. A "-" in
 the connections column means ctprof may not read that process's file
 descriptors, and a "?" in the JVM column that it may not read its memory
 maps (another user's process): run as its user or root. --java leaves those

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -267,4 +270,48 @@ func TestFind(t *testing.T) {
 			assert.Equal(t, tc.pid, pid)
 		})
 	}
+}
+
+// A server made of processes is one row: a shell whose children run the
+// shell too is listed once, with its tree's processes and threads, and
+// its children are not listed on their own; a child running another
+// program (sleep) is a process of its own.
+func TestCandidatesFoldTrees(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sh -c 'sleep 30; true' & sh -c 'sleep 30; true' & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	require.NoError(t, cmd.Start())
+	defer func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the group we made
+		_ = cmd.Wait()
+	}()
+	l := New("/proc")
+	var row *Candidate
+	var rows []Candidate
+	require.Eventually(t, func() bool {
+		rows, _, _ = l.Candidates(CandidateFilter{All: true})
+		row = nil
+		for i := range rows {
+			if rows[i].PID == cmd.Process.Pid {
+				row = &rows[i]
+			}
+		}
+		return row != nil && row.Processes == 3
+	}, 10*time.Second, 20*time.Millisecond, "the shell and its two shells as one row")
+	assert.Equal(t, 3, row.Threads)
+	kids, _, err := procfs.NewFS("/proc").Descendants(cmd.Process.Pid, 0)
+	require.NoError(t, err)
+	listed := map[int]bool{}
+	for _, r := range rows {
+		listed[r.PID] = true
+	}
+	sleeps := 0
+	for _, k := range kids {
+		if procfs.NewFS("/proc").Executable(k) == "/usr/bin/sleep" {
+			sleeps++
+			assert.True(t, listed[k], "sleep %d runs another program: a row of its own", k)
+		} else {
+			assert.False(t, listed[k], "shell %d is in its parent's row", k)
+		}
+	}
+	assert.Equal(t, 2, sleeps)
 }
