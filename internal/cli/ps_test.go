@@ -97,12 +97,12 @@ func TestPsOtherUsersJVM(t *testing.T) {
 	out, errOut = psAs(t, 65534, 65534, "ps")
 	line := ""
 	for _, l := range strings.Split(out, "\n") {
-		if f := strings.Fields(l); len(f) > 3 && f[0] == strconv.Itoa(p.PID) {
+		if f := strings.Fields(l); len(f) > 4 && f[0] == strconv.Itoa(p.PID) {
 			line = l
 		}
 	}
 	require.NotEmpty(t, line, out)
-	assert.Equal(t, "?", strings.Fields(line)[3], "JVM column: %q", line)
+	assert.Equal(t, "?", strings.Fields(line)[4], "JVM column: %q", line)
 	assert.Contains(t, errOut, "could not be inspected")
 
 	out, errOut = psAs(t, 65534, 65534, "ps", "--java", "--format", "json")
@@ -134,9 +134,9 @@ func TestPsHonoursProcRoot(t *testing.T) {
 	fake(4343, 4, "nginx", "", "nginx: worker process")
 	fake(4444, 1, "sh", "", "sh")
 
-	java := procs.Candidate{PID: 4242, Name: "java", User: "root", Threads: 30, Established: -1, JVM: true, Cmdline: "java -jar app.jar"}
-	nginx := procs.Candidate{PID: 4343, Name: "nginx", User: "root", Threads: 4, Established: -1, Cmdline: "nginx: worker process"}
-	sh := procs.Candidate{PID: 4444, Name: "sh", User: "root", Threads: 1, Established: -1, Cmdline: "sh"}
+	java := procs.Candidate{PID: 4242, Name: "java", User: "root", Threads: 30, Processes: 1, Established: -1, JVM: true, Cmdline: "java -jar app.jar"}
+	nginx := procs.Candidate{PID: 4343, Name: "nginx", User: "root", Threads: 4, Processes: 1, Established: -1, Cmdline: "nginx: worker process"}
+	sh := procs.Candidate{PID: 4444, Name: "sh", User: "root", Threads: 1, Processes: 1, Established: -1, Cmdline: "sh"}
 	tests := []struct {
 		name string
 		opts PsOptions

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctprof/ctprof/internal/testnative"
 	"github.com/ctprof/ctprof/internal/testservers"
 )
 
@@ -24,7 +25,10 @@ type treeAttach struct {
 		Last int `json:"last"`
 		Seen int `json:"seen"`
 	} `json:"processes"`
-	ContentionSites []mariadbSite `json:"contention_sites"`
+	ContentionSites []struct {
+		mariadbSite
+		Instances int `json:"instances"`
+	} `json:"contention_sites"`
 	Waits           []struct {
 		Thread   string `json:"thread"`
 		TID      int    `json:"tid"`
@@ -36,6 +40,9 @@ type treeAttach struct {
 	Connections *struct {
 		Established int `json:"established"`
 	} `json:"connections"`
+	ExactWaits *struct {
+		Calls int64 `json:"calls"`
+	} `json:"exact_waits"`
 	ThreadsPerConnection *struct {
 		ProcessesRatio float64 `json:"processes_ratio"`
 	} `json:"threads_per_connection"`
@@ -104,6 +111,14 @@ func TestAttachPostgreSQLTree(t *testing.T) {
 	assert.True(t, strings.HasPrefix(top.WaitFrame, "ProcSleep"), "the top resource waits at %q, not in ProcSleep", top.WaitFrame)
 	assert.InEpsilon(t, win.Mean, top.AvgWaiters, 0.25, "avg_waiters of %s against pg_stat_activity's lock waiters (mean of %d reads)", top.ID, win.Reads)
 	assert.NotRegexp(t, runtimeAddress, top.ID)
+
+	// The kernel counted the backends' futex waits (their lightweight
+	// locks' semaphores in shared memory): one tracer follows the tree.
+	if os.Geteuid() == 0 {
+		if assert.NotNil(t, doc.ExactWaits, "no exact waits as root") {
+			assert.Greater(t, doc.ExactWaits.Calls, int64(100), "blocking futex calls of the tree's backends")
+		}
+	}
 
 	// (3) The clients are counted over the tree: a process per client.
 	if assert.NotNil(t, doc.Connections) {
@@ -216,4 +231,42 @@ func TestAttachNginxTree(t *testing.T) {
 	}
 	assert.Equal(t, n.Workers, workers, "the workers in waits[] by their role: %+v", idle.Waits)
 	assert.Empty(t, idle.ContentionSites, "resources without load")
+}
+
+// A prefork server of 6 workers (testdata/c/forked_workers.c), each blocked
+// inside its work on one process-shared semaphore the parent mapped before
+// forking: one resource across the processes, one word, six waiters, the
+// workers named by the role in their command lines. With a private
+// condition per worker (at the same address in each), the words stay apart:
+// six instances.
+func TestAttachForkedWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		mode, kind string
+		instances  int
+	}{{"shared", "semaphore", 1}, {"private", "condition", 6}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			p := testnative.Start(t, "forked_workers", "6", tc.mode)
+			require.Eventually(t, func() bool { return len(treePIDs(t, p.PID)) == 7 }, 10*time.Second, 10*time.Millisecond)
+			code, stdout, stderr := run(t, "", "attach", strconv.Itoa(p.PID), "--count", "2", "--interval", "200ms", "--format", "json")
+			require.Equal(t, 0, code, stderr)
+			var doc treeAttach
+			require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+			if assert.NotNil(t, doc.Processes) {
+				assert.Equal(t, 7, doc.Processes.Last)
+			}
+			require.NotEmpty(t, doc.ContentionSites, stdout)
+			top := doc.ContentionSites[0]
+			assert.Equal(t, tc.kind+"|forked_workers|take_slot ← serve_request", top.ID)
+			assert.Equal(t, 6, top.Waiters)
+			assert.Equal(t, tc.instances, top.Instances, "futex words of %s", top.ID)
+			workers := 0
+			for _, w := range doc.Waits {
+				if w.Thread == "forked_workers: worker" {
+					workers++
+					assert.Equal(t, "contention", w.Verdict, w.Reason)
+				}
+			}
+			assert.Equal(t, 6, workers, "the workers by their role")
+		})
+	}
 }

@@ -29,23 +29,41 @@ type futexAcc struct {
 	seen int // sleeping calls seen, for the reservoir
 }
 
-// aggregate holds the current batch's traced calls by futex address.
+// word is a futex word as the kernel keys it: a private word
+// (FUTEX_PRIVATE_FLAG) by its process and address, a shared one by its
+// address alone (processes that share the memory at one address, as a
+// parent's mapping inherited by its children, wait on one word).
+type word struct {
+	pid  int // 0 for a shared word
+	addr uint64
+}
+
+// wordOf is the word a call of process pid on addr with op waits on.
+func wordOf(pid int, addr, op uint64) word {
+	if op&flagPrivate != 0 {
+		return word{pid: pid, addr: addr}
+	}
+	return word{addr: addr}
+}
+
+// aggregate holds the current batch's traced calls by futex word.
 type aggregate struct {
-	futexes      map[uint64]*futexAcc
+	futexes      map[word]*futexAcc
 	maxDurations int
 	maxStacks    int
 	rng          uint64
 }
 
 func newAggregate(maxDurations, maxStacks int) *aggregate {
-	return &aggregate{futexes: map[uint64]*futexAcc{}, maxDurations: maxDurations, maxStacks: maxStacks, rng: uint64(time.Now().UnixNano()) | 1}
+	return &aggregate{futexes: map[word]*futexAcc{}, maxDurations: maxDurations, maxStacks: maxStacks, rng: uint64(time.Now().UnixNano()) | 1}
 }
 
-func (a *aggregate) acc(addr uint64) *futexAcc {
-	f := a.futexes[addr]
+// acc is w's accumulator; pid is the process of the call being booked.
+func (a *aggregate) acc(w word, pid int) *futexAcc {
+	f := a.futexes[w]
 	if f == nil {
-		f = &futexAcc{f: Futex{Addr: addr}, tids: map[int]*perTID{}}
-		a.futexes[addr] = f
+		f = &futexAcc{f: Futex{Addr: w.addr, PID: pid, Private: w.pid != 0}, tids: map[int]*perTID{}}
+		a.futexes[w] = f
 	}
 	return f
 }
@@ -61,7 +79,7 @@ func (a *aggregate) rand() uint64 {
 // complete books one traced call: its entry e, its return value ret (a
 // negated errno or a result) and its duration d.
 func (a *aggregate) complete(tid int, e pendingCall, ret int64, d time.Duration) {
-	acc := a.acc(e.uaddr)
+	acc := a.acc(wordOf(e.pid, e.uaddr, e.op), e.pid)
 	f := &acc.f
 	f.Op, f.Val = int(e.op), e.val
 	f.Traced++
@@ -105,12 +123,12 @@ func (a *aggregate) complete(tid int, e pendingCall, ret int64, d time.Duration)
 
 // stack keeps a stack sample for addr while the futex has fewer than
 // maxStacks.
-func (a *aggregate) stack(addr uint64, tid int, regs procfs.Regs, stack []byte) {
-	acc := a.acc(addr)
+func (a *aggregate) stack(w word, pid, tid int, regs procfs.Regs, stack []byte) {
+	acc := a.acc(w, pid)
 	if len(acc.f.Stacks) >= a.maxStacks {
 		return
 	}
-	acc.f.Stacks = append(acc.f.Stacks, Stack{TID: tid, Regs: regs, Memory: &StackCopy{SP: regs.SP, Data: slices.Clone(stack)}})
+	acc.f.Stacks = append(acc.f.Stacks, Stack{PID: pid, TID: tid, Regs: regs, Memory: &StackCopy{SP: regs.SP, Data: slices.Clone(stack)}})
 }
 
 // futexes returns the batch's futexes with Waits and Again scaled by each

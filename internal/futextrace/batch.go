@@ -77,6 +77,12 @@ func OpName(op int) string {
 type Futex struct {
 	// Addr is the futex word's address in the target.
 	Addr uint64
+	// PID is the process of the calls: a private word's
+	// (FUTEX_PRIVATE_FLAG: Private), whose address is its own; for a
+	// shared word, one in memory several processes share (a tree of
+	// processes traced together), the process of the first call booked.
+	PID     int
+	Private bool
 	// Op is the futex(2) op argument of the last traced call, flags
 	// included (OpName(Op) names it; Op&128 is FUTEX_PRIVATE_FLAG).
 	Op int
@@ -138,6 +144,8 @@ func Quantile(sorted []time.Duration, q float64) time.Duration {
 // Stack is one waiter's user registers and a copy of its stack at the
 // futex call's entry, for procfs.Unwinder.Unwind(s.Regs, s.Memory, max).
 type Stack struct {
+	// PID is the waiter's process, TID the waiter.
+	PID    int
 	TID    int
 	Regs   procfs.Regs
 	Memory *StackCopy

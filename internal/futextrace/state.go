@@ -38,6 +38,7 @@ type pendingCall struct {
 	uaddr, op, val uint64
 	timed          bool
 	time           uint64
+	pid            int // the caller's process (its thread group)
 }
 
 // thread is one traced thread: its pairing state, its counts, and while
@@ -470,7 +471,7 @@ func (s *state) enter(th *thread, r record) {
 		return
 	}
 	th.pending = true
-	th.call = pendingCall{uaddr: uaddr, op: op, val: val, timed: utime != 0, time: r.time}
+	th.call = pendingCall{uaddr: uaddr, op: op, val: val, timed: utime != 0, time: r.time, pid: int(r.pid)}
 }
 
 func (s *state) stack(th *thread, r record) {
@@ -478,9 +479,10 @@ func (s *state) stack(th *thread, r record) {
 	if !ok || len(r.regs) != userRegs.n {
 		return
 	}
-	if op, ok := s.f.op.get(r.raw); ok && !s.kernelFilter && !blocking(op) {
+	op, ok := s.f.op.get(r.raw)
+	if ok && !s.kernelFilter && !blocking(op) {
 		return
 	}
 	regs := procfs.Regs{PC: r.regs[userRegs.pc], SP: r.regs[userRegs.sp], BP: r.regs[userRegs.bp], HaveBP: true}
-	s.agg.stack(uaddr, th.tid, regs, r.stack)
+	s.agg.stack(wordOf(int(r.pid), uaddr, op), int(r.pid), th.tid, regs, r.stack)
 }

@@ -21,6 +21,14 @@ const MaxTreeProcesses = 1000
 // pids of every process. A process that exits while it is read is left
 // out. truncated says more were there.
 func (f FS) Descendants(pid, max int) (out []int, truncated bool, err error) {
+	return f.DescendantsOf(pid, max, nil)
+}
+
+// DescendantsOf is Descendants for a caller that knows which processes
+// have a single thread (single, nil for none): of those only the main
+// thread's children file is read, not their task directory (half the
+// system calls of a tree of single-threaded workers).
+func (f FS) DescendantsOf(pid, max int, single func(pid int) bool) (out []int, truncated bool, err error) {
 	if max <= 0 {
 		max = MaxTreeProcesses
 	}
@@ -35,7 +43,7 @@ func (f FS) Descendants(pid, max int) (out []int, truncated bool, err error) {
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		for _, c := range f.childrenOf(p) {
+		for _, c := range f.childrenOf(p, single != nil && single(p)) {
 			if seen[c] {
 				continue
 			}
@@ -50,15 +58,19 @@ func (f FS) Descendants(pid, max int) (out []int, truncated bool, err error) {
 	return out, false, nil
 }
 
-// childrenOf reads the children of every task of process p, sorted.
-func (f FS) childrenOf(p int) []int {
+// childrenOf reads the children of every task of process p (of its main
+// thread alone when single), sorted.
+func (f FS) childrenOf(p int, single bool) []int {
 	dir := f.pidPath(p, "task")
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil
+	tids := []string{strconv.Itoa(p)}
+	if !single {
+		d, err := os.Open(dir)
+		if err != nil {
+			return nil
+		}
+		tids, _ = d.Readdirnames(-1)
+		d.Close()
 	}
-	tids, _ := d.Readdirnames(-1)
-	d.Close()
 	var kids []int
 	for _, tid := range tids {
 		b, err := os.ReadFile(dir + "/" + tid + "/children")

@@ -171,27 +171,99 @@ func (s *Sampler) readExactWaits(snap *snapshot.Snapshot, threads []snapshot.OST
 	for _, fw := range snap.Futexes {
 		sampled[fw.Address] = fw.Kind
 	}
-	names := procfs.NewFutexNamer(threads, s.sym)
+	owners := s.exactOwners(threads)
 	for _, f := range b.Futexes {
+		o := owners.of(f.PID)
+		addr := f.Addr
+		if f.Private {
+			addr |= o.tag // a descendant's own word (tree.go)
+		}
 		tf := snapshot.TracedFutex{
-			Address: f.Addr, Op: procfs.FutexOpName(uint64(f.Op)),
+			Address: addr, Op: procfs.FutexOpName(uint64(f.Op)),
 			Waits: f.Waits, Traced: f.Traced - f.AgainTraced, TimedOut: f.TimedOut,
 			Total: f.Total, Max: f.Max, Durations: f.Durations, TIDs: f.TIDs,
 		}
-		tf.Location = names.Name(f.Addr)
-		kind, ok := sampled[f.Addr]
+		tf.Location = o.names.Name(f.Addr)
+		kind, ok := sampled[addr]
 		if !ok {
 			kind = procfs.ClassifyFutex(uint64(f.Op), f.Val, tf.Location)
 		}
 		tf.Kind = kind
 		for _, st := range f.Stacks {
-			if frames := s.unwinder().Unwind(st.Regs, copyThenLive{st.Memory, s.mem}, procfs.MaxStackFrames); len(frames) > 0 {
+			so := owners.of(st.PID).s
+			if frames := so.unwinder().Unwind(st.Regs, copyThenLive{st.Memory, so.mem}, procfs.MaxStackFrames); len(frames) > 0 {
 				tf.Stacks = append(tf.Stacks, frames)
 			}
 		}
 		ft.Futexes = append(ft.Futexes, tf)
 	}
 	snap.FutexTrace = ft
+}
+
+// exactOwner is what names and unwinds the traced futexes of one process:
+// its sampler, its threads' namer, and the tag its private words carry in
+// a tree.
+type exactOwner struct {
+	s     *Sampler
+	names *procfs.FutexNamer
+	tag   uint64
+}
+
+// exactOwnerSet finds the owner of a traced futex by its process.
+type exactOwnerSet struct {
+	root    exactOwner
+	threads []snapshot.OSThread
+	tree    *treeState
+	by      map[int]exactOwner
+}
+
+func (s *Sampler) exactOwners(threads []snapshot.OSThread) *exactOwnerSet {
+	set := &exactOwnerSet{threads: threads}
+	rootThreads := threads
+	if s.tree != nil && s.tree.on {
+		set.tree = s.tree
+		rootThreads = processThreads(threads, s.opts.PID)
+	}
+	set.root = exactOwner{s: s, names: procfs.NewFutexNamer(rootThreads, s.sym)}
+	return set
+}
+
+// of is pid's owner: a member of the tree, else the target.
+func (set *exactOwnerSet) of(pid int) exactOwner {
+	if set.tree == nil {
+		return set.root
+	}
+	if o, ok := set.by[pid]; ok {
+		return o
+	}
+	m := set.tree.members[pid]
+	if m == nil {
+		return set.root
+	}
+	o := exactOwner{s: m.s, names: procfs.NewFutexNamer(processThreads(set.threads, pid), m.s.sym), tag: m.index << privateTagShift}
+	if set.by == nil {
+		set.by = map[int]exactOwner{}
+	}
+	set.by[pid] = o
+	return o
+}
+
+// processThreads is the run of a tree's sample's threads of process pid
+// (the merge lists each process's threads together).
+func processThreads(threads []snapshot.OSThread, pid int) []snapshot.OSThread {
+	start := -1
+	for i := range threads {
+		switch {
+		case threads[i].PID == pid && start < 0:
+			start = i
+		case threads[i].PID != pid && start >= 0:
+			return threads[start:i]
+		}
+	}
+	if start < 0 {
+		return nil
+	}
+	return threads[start:]
 }
 
 // unwinder is the sampler's native stack unwinder, made on first use.

@@ -53,7 +53,7 @@ type fastState struct {
 // one-shot, or for a JVM (its threads park on their own condition
 // variables; its dumps name the locks).
 func (s *Sampler) fastReads(snap *snapshot.Snapshot, threads []snapshot.OSThread, now time.Time) {
-	if s.exact.tracer != nil || s.target.Kind != snapshot.KindNative || s.opts.Count == 1 {
+	if s.exact.tracer != nil || s.target.Kind != snapshot.KindNative || s.opts.Count == 1 || s.member {
 		return
 	}
 	prev, dt := s.fast.prev, now.Sub(s.fast.prevAt).Seconds()

@@ -110,6 +110,9 @@ type Sampler struct {
 	// retried (and failed) every tick.
 	fdDenied bool
 	lastN    int
+	// lastRootThreads is the target's own threads at the last sweep
+	// (lastN counts a tree's).
+	lastRootThreads int
 	// spare is the thread slice of the sample Run last passed to its
 	// callback, for the next sweep to fill: 10,000 threads are 2 MB a
 	// tick, which the GC would otherwise scan and free every few ticks.
@@ -407,7 +410,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	if dumping {
 		s.threads.ReadWaits(threads, s.waitsNeeded(snap))
 	}
-	s.lastN = len(threads)
+	s.lastN, s.lastRootThreads = len(threads), len(threads)
 	snap.Threads = threads
 	s.noteHang(snap, threads, sweptAt)
 	group := func() {
@@ -423,7 +426,10 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 		group() // threads read again in another wait join its group
 	}
 	s.readEventSets(threads)
-	s.readExactWaits(snap, threads)
+	if s.tree == nil {
+		// A tree's are read once its processes' threads are in.
+		s.readExactWaits(snap, threads)
+	}
 	s.fastReads(snap, threads, sweptAt)
 
 	nerr, jfrStart := len(snap.Errors), time.Now()
@@ -446,6 +452,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	}
 	if s.tree != nil {
 		s.takeTree(ctx, snap)
+		s.readExactWaits(snap, snap.Threads)
 	}
 	snap.Cost = time.Since(start)
 	return snap, nil

@@ -94,6 +94,8 @@ func (s *Sampler) memberOptions(pid int) Options {
 	o := s.opts
 	o.PID, o.Count, o.Duration, o.Tree = pid, 0, 0, TreeOff
 	o.JVM = JVMOptions{NoDumps: true}
+	// The root's tracer follows every thread of the tree (exactwaits.go).
+	o.ExactWaits = ExactOff
 	return o
 }
 
@@ -101,7 +103,13 @@ func (s *Sampler) memberOptions(pid int) Options {
 // descendants: new ones are opened, gone ones closed.
 func (s *Sampler) findMembers() {
 	t := s.tree
-	kids, truncated, err := s.fs.Descendants(s.opts.PID, procfs.MaxTreeProcesses)
+	kids, truncated, err := s.fs.DescendantsOf(s.opts.PID, procfs.MaxTreeProcesses, func(pid int) bool {
+		if pid == s.opts.PID {
+			return s.lastRootThreads == 1
+		}
+		m := t.members[pid]
+		return m != nil && m.s.lastN == 1
+	})
 	if err != nil {
 		return
 	}

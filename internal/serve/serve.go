@@ -211,7 +211,7 @@ func (ts *Targets) scan(ctx context.Context) {
 		if ts.self[pid] || ts.running[pid] != nil || ts.explicit[pid] || ts.failed[pid] {
 			continue
 		}
-		if ts.matches(pid) {
+		if ts.matches(pid) && !ts.inParentsTree(pid) {
 			ts.start(ctx, pid, false)
 		}
 	}
@@ -226,6 +226,22 @@ func (ts *Targets) scan(ctx context.Context) {
 			delete(ts.jvm, pid)
 		}
 	}
+}
+
+// inParentsTree reports a discovered process that its parent's sampler
+// covers: the parent is a target too and runs the same executable (a
+// PostgreSQL backend under its postmaster, an nginx worker under its
+// master), and trees are sampled (sample.TreeMode).
+func (ts *Targets) inParentsTree(pid int) bool {
+	if ts.opts.Tree == sample.TreeOff {
+		return false
+	}
+	pp, err := ts.fs.Parent(pid)
+	if err != nil || pp <= 1 {
+		return false
+	}
+	exe := ts.fs.Executable(pid)
+	return exe != "" && ts.fs.Executable(pp) == exe && ts.matches(pp)
 }
 
 // matches reports whether a discovered process is a target: its name or

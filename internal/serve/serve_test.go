@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/metrics"
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/sample"
 	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
@@ -278,5 +279,36 @@ func TestEventMessages(t *testing.T) {
 		got := tc.ev.Message(time.Second)
 		assert.Equal(t, tc.want, got)
 		assert.NotContains(t, got, "\x1b")
+	}
+}
+
+// A server made of processes is one target: of a parent and its workers
+// that all match --name, only the parent is sampled (with its tree); with
+// trees off, each is a target of its own.
+func TestScanSamplesATreeOnce(t *testing.T) {
+	token := fmt.Sprintf("serve-tree-%d-%d", os.Getpid(), time.Now().UnixNano())
+	p := testnative.Start(t, "forked_workers", "3", "shared", token)
+	for _, tc := range []struct {
+		mode    sample.TreeMode
+		targets int
+	}{{sample.TreeAuto, 1}, {sample.TreeOff, 4}} {
+		exp := &exporter{}
+		var events []Event
+		ts := New(Options{Name: regexp.MustCompile(regexp.QuoteMeta(token)), Interval: time.Hour, Exporter: exp, Tree: tc.mode,
+			Report: func(ev Event) { events = append(events, ev) }})
+		ctx, cancel := context.WithCancel(context.Background())
+		ts.scan(ctx)
+		started := map[int]bool{}
+		for _, ev := range events {
+			if ev.Kind == Started {
+				started[ev.PID] = true
+			}
+		}
+		assert.Len(t, started, tc.targets, "tree mode %v: %+v", tc.mode, events)
+		if tc.mode == sample.TreeAuto {
+			assert.True(t, started[p.PID], "the parent is the target")
+		}
+		cancel()
+		ts.wait()
 	}
 }
