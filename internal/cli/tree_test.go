@@ -29,7 +29,7 @@ type treeAttach struct {
 		mariadbSite
 		Instances int `json:"instances"`
 	} `json:"contention_sites"`
-	Waits           []struct {
+	Waits []struct {
 		Thread   string `json:"thread"`
 		TID      int    `json:"tid"`
 		Verdict  string `json:"verdict"`
