@@ -86,6 +86,9 @@ type threadAgg struct {
 type FoldedStack struct {
 	// Frames are "Class.method" names, root first.
 	Frames []string
+	// Lines are the frames' source positions where a native binary's
+	// line table gave them (root first, as Frames); nil when none did.
+	Lines []procfs.FrameLine
 	// Count is the number of thread samples with this stack; ByLabel splits
 	// it by Java state and thread pool (the labels of a pprof export).
 	Count   int
@@ -617,7 +620,7 @@ func (a *Aggregator) Stacks() []*FoldedStack {
 }
 
 func copyStack(s *FoldedStack) *FoldedStack {
-	c := &FoldedStack{Frames: s.Frames, Count: s.Count, ByLabel: make(map[StackLabel]int, len(s.ByLabel))}
+	c := &FoldedStack{Frames: s.Frames, Lines: s.Lines, Count: s.Count, ByLabel: make(map[StackLabel]int, len(s.ByLabel))}
 	for k, v := range s.ByLabel {
 		c.ByLabel[k] = v
 	}

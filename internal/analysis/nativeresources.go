@@ -122,6 +122,9 @@ type nativeSiteAgg struct {
 	exactWaits, exactNanos float64
 	// waiterStack is a waiter's stack at the peak, innermost first.
 	waiterStack []string
+	// line is the site's source position, from the latest waiter with
+	// one.
+	line string
 }
 
 // maxNativeSites bounds the native resource table; maxNativeCache the
@@ -419,6 +422,9 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 			c.stack = i
 		}
 		c.waiters++
+		if v.w.SiteLine != "" {
+			sa.line = v.w.SiteLine
+		}
 		if v.addr != 0 {
 			// A wait on an event set (epoll) has no word.
 			c.perAddr[v.addr]++
@@ -547,7 +553,7 @@ func (a *Aggregator) nativeContentionSites() []ContentionSite {
 	for _, sa := range a.native.sites {
 		queues := nativewait.Kind(sa.kind).Queues()
 		cs := ContentionSite{
-			ID: sa.id, Kind: sa.kind, Class: sa.module, WaitFrame: sa.site, Native: true,
+			ID: sa.id, Kind: sa.kind, Class: sa.module, WaitFrame: sa.site, WaitLine: sa.line, Native: true,
 			Instances: sa.instanceCount, PeakInstances: sa.peakInstances,
 			Waiters: sa.peakWaiters, MaxInstanceWaiters: sa.maxOnOne, CurrentWaiters: sa.current,
 			BlockedThreadSeconds: round3(sa.blocked), DumpsSeen: sa.samples,

@@ -93,7 +93,7 @@ func (a *Aggregator) nativeFoldedStack(st []procfs.StackFrame) *FoldedStack {
 	a.foldKey = key
 	fs := a.stacks[string(key)]
 	if fs == nil {
-		fs = &FoldedStack{Frames: nativeStackNames(st), ByLabel: map[StackLabel]int{}}
+		fs = &FoldedStack{Frames: nativeStackNames(st), Lines: procfs.FrameLines(st), ByLabel: map[StackLabel]int{}}
 		a.stacks[string(key)] = fs
 	}
 	return fs

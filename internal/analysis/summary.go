@@ -245,6 +245,11 @@ type ContentionSite struct {
 	Kind      string `json:"kind"`
 	Class     string `json:"class"`
 	WaitFrame string `json:"wait_frame"`
+	// WaitLine is the source position of a native resource's wait site
+	// ("proc.c:1310") where the binary or its debug file has a line
+	// table; not part of the resource's key, which stays the same from
+	// build to build.
+	WaitLine string `json:"wait_line,omitempty"`
 	// Instances is the number of distinct lock instances seen waited for
 	// here over the run; PeakInstances the most in one dump.
 	Instances     int `json:"instances"`

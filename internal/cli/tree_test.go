@@ -5,6 +5,7 @@ package cli
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,7 +28,8 @@ type treeAttach struct {
 	} `json:"processes"`
 	ContentionSites []struct {
 		mariadbSite
-		Instances int `json:"instances"`
+		Instances int    `json:"instances"`
+		WaitLine  string `json:"wait_line"`
 	} `json:"contention_sites"`
 	Waits []struct {
 		Thread   string `json:"thread"`
@@ -240,10 +242,22 @@ func TestAttachNginxTree(t *testing.T) {
 // condition per worker (at the same address in each), the words stay apart:
 // six instances.
 func TestAttachForkedWorkers(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "c", "forked_workers.c"))
+	require.NoError(t, err)
+	lineOf := func(text string) string {
+		for i, l := range strings.Split(string(src), "\n") {
+			if strings.Contains(l, text) {
+				return "forked_workers.c:" + strconv.Itoa(i+1)
+			}
+		}
+		t.Fatalf("no %q in forked_workers.c", text)
+		return ""
+	}
 	for _, tc := range []struct {
 		mode, kind string
 		instances  int
-	}{{"shared", "semaphore", 1}, {"private", "condition", 6}} {
+		line       string
+	}{{"shared", "semaphore", 1, lineOf("sem_wait(&shm->slots);")}, {"private", "condition", 6, lineOf("pthread_cond_wait(&own_cond, &own_mutex);")}} {
 		t.Run(tc.mode, func(t *testing.T) {
 			p := testnative.Start(t, "forked_workers", "6", tc.mode)
 			require.Eventually(t, func() bool { return len(treePIDs(t, p.PID)) == 7 }, 10*time.Second, 10*time.Millisecond)
@@ -259,6 +273,7 @@ func TestAttachForkedWorkers(t *testing.T) {
 			assert.Equal(t, tc.kind+"|forked_workers|take_slot ← serve_request", top.ID)
 			assert.Equal(t, 6, top.Waiters)
 			assert.Equal(t, tc.instances, top.Instances, "futex words of %s", top.ID)
+			assert.Equal(t, tc.line, top.WaitLine, "the wait site's source line, from the program's line table")
 			workers := 0
 			for _, w := range doc.Waits {
 				if w.Thread == "forked_workers: worker" {

@@ -92,6 +92,9 @@ type Wait struct {
 	// program above the waiting machinery ("lock_wait ← lock_rec_lock"),
 	// "" without a stack. Module is the module of its first frame.
 	Site, Module string
+	// SiteLine is the source position of the site's first frame
+	// ("lock.c:42") where its binary has a line table, "" otherwise.
+	SiteLine string
 	// Entry is the thread's start routine (its outermost frame of the
 	// program's code), "" without a stack.
 	Entry string
@@ -116,7 +119,7 @@ func Classify(t Thread) Wait {
 	var sh shape
 	if len(t.Stack) > 0 {
 		sh = readShape(t.Stack, t.Trampolines)
-		w.Site, w.Module, w.Entry = sh.site, sh.module, sh.entry
+		w.Site, w.Module, w.Entry, w.SiteLine = sh.site, sh.module, sh.entry, sh.siteLine
 	}
 	switch call {
 	case callFutex, callSemop:

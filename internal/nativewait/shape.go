@@ -14,6 +14,8 @@ type shape struct {
 	// module the first one's module; entry the thread's start routine,
 	// loop the run loop (the entry, or the function it calls).
 	site, module, entry, loop string
+	// siteLine is the site's first frame's source position.
+	siteLine string
 	// work is the outermost frame of work between the loop and the wait
 	// when the wait is not idle.
 	work string
@@ -265,6 +267,7 @@ func readShape(st []procfs.StackFrame, tr *Trampolines) shape {
 	prog := st[top : bottom+1] // the program's frames, the site first, the entry last
 	s.site = JoinFrames(prog[:min(len(prog), siteFrames)])
 	s.module = prog[0].Module
+	s.siteLine = prog[0].FileLine()
 	s.loop = prog[len(prog)-1].Name()
 	if complete {
 		// Only a stack unwound down to the thread's start names its

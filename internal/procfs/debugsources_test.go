@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -254,6 +255,79 @@ func FuzzMiniDebugInfo(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if r, df := parseMiniDebugInfo(b); r != nil {
 			_ = loadFuncTable(r, r.Size(), df, elf.SHT_SYMTAB)
+		}
+	})
+}
+
+// Frames carry the file and line of their address where the binary (or
+// its debug file) has a line table: the deep chain's level_c waits at its
+// nanosleep call, which level_b calls from its own line. Without the debug
+// file, the stripped binary's frames have no line.
+func TestFramesCarryFileAndLine(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "c", "stacks.c"))
+	require.NoError(t, err)
+	lineOf := func(text string) int {
+		for i, l := range strings.Split(string(src), "\n") {
+			if strings.Contains(l, text) {
+				return i + 1
+			}
+		}
+		t.Fatalf("no %q in stacks.c", text)
+		return 0
+	}
+	frames := func(bin string) map[string]StackFrame {
+		p := testnative.StartWith(t, testnative.Options{Binary: bin}, "stacks")
+		defer p.Stop()
+		fs := NewFS("/proc")
+		u := fs.NewUnwinder(p.PID)
+		defer u.Close()
+		mem := fs.NewMemReader(p.PID)
+		defer mem.Close()
+		out := map[string]StackFrame{}
+		for _, f := range blockedThreads(t, p.PID, u, mem, stacksProgramThreads)["deep"].Stack {
+			out[f.Name()] = f
+		}
+		return out
+	}
+	dir, full := strippedWithDebugFile(t)
+	for _, tc := range []struct{ name, bin string }{
+		{"the binary's own", full},
+		{"the debug file's", func() string {
+			runTool(t, dir, "objcopy", "--strip-all", "--add-gnu-debuglink=stacks.debug", full, "stacks")
+			return filepath.Join(dir, "stacks")
+		}()},
+	} {
+		got := frames(tc.bin)
+		assert.Equal(t, "stacks.c:"+strconv.Itoa(lineOf("while (nanosleep(&ts, NULL) != 0)")), got["level_c"].FileLine(), "%s line table: %+v", tc.name, got["level_c"])
+		assert.Equal(t, "stacks.c:"+strconv.Itoa(lineOf("level_c(n + 1);")), got["level_b"].FileLine(), tc.name)
+	}
+	runTool(t, dir, "objcopy", "--strip-all", full, "bare")
+	for name, f := range frames(filepath.Join(dir, "bare")) {
+		if f.Module == "bare" {
+			assert.Empty(t, f.FileLine(), "frame %s of a stripped binary without its debug file", name)
+		}
+	}
+}
+
+// FuzzLineTable reads line tables from mangled binaries: no panic, and
+// every row found names a file of the table.
+func FuzzLineTable(f *testing.F) {
+	if b, err := os.ReadFile(testnative.Build(f, "stacks")); err == nil {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ef, err := elf.NewFile(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		lt := loadLineTable(ef)
+		if lt == nil {
+			return
+		}
+		for i := 0; i < len(lt.addrs); i += 1 + len(lt.addrs)/64 {
+			if file, line, ok := lt.lookup(lt.addrs[i]); ok && (file == "" || line <= 0) {
+				t.Fatalf("row %d: %q:%d", i, file, line)
+			}
 		}
 	})
 }

@@ -25,6 +25,11 @@ type StackFrame struct {
 	// virtual address), so a name is the same from run to run.
 	Function string
 	Offset   uint64
+	// File and Line are the source position of PC (for a caller, of its
+	// call) where the binary or its debug file has a line table; "" and
+	// 0 otherwise (FileLine).
+	File string
+	Line int
 }
 
 // Name is the frame's stable name: its function ("pthread_mutex_lock"),

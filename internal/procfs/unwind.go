@@ -534,6 +534,9 @@ func (u *Unwinder) lookupPC(pc, look uint64) pcInfo {
 	if name, start, ok := um.tab.funcs.Load().lookup(vlook); ok {
 		info.frame.Function, info.frame.Offset = demangleSymbol(name), vaddr-start
 	}
+	if file, line, ok := um.tab.lines.Load().lookup(vlook); ok {
+		info.frame.File, info.frame.Line = file, line
+	}
 	info.row = um.tab.row(vlook)
 	return info
 }

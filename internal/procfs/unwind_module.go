@@ -22,6 +22,8 @@ type moduleTables struct {
 	// its own in .debug_frame).
 	eh, debug *ehTable
 	funcs     atomic.Pointer[funcTable]
+	// lines is the binary's line table (lines.go), nil without one.
+	lines atomic.Pointer[lineTable]
 	// pending is the build-id asked of debuginfod, nil once settled;
 	// name the binary's base name, for the summary's word on binaries
 	// that stayed without names.
@@ -41,7 +43,7 @@ func (t *moduleTables) bytes() int {
 	if t == nil {
 		return 0
 	}
-	return t.eh.bytes() + t.debug.bytes() + t.funcs.Load().bytes()
+	return t.eh.bytes() + t.debug.bytes() + t.funcs.Load().bytes() + t.lines.Load().bytes()
 }
 
 // settle takes the debug file debuginfod fetched for a pending binary, if
@@ -69,6 +71,9 @@ func (t *moduleTables) settle() bool {
 		return false
 	}
 	if funcs := loadFuncTable(file, st.Size(), f, elf.SHT_SYMTAB); funcs != nil {
+		if t.lines.Load() == nil {
+			t.lines.Store(loadLineTable(f))
+		}
 		t.funcs.Store(funcs)
 		symbolGen.Add(1)
 		return true
@@ -171,6 +176,7 @@ func (u *Unwinder) loadTables(file *os.File, f *elf.File, id, binPath string) *m
 		size = st.Size()
 	}
 	funcs := loadFuncTable(file, size, f, elf.SHT_SYMTAB)
+	lines := loadLineTable(f)
 	if funcs == nil || tab.eh == nil && tab.debug == nil {
 		dfile, df := openDebugFile(u.fs, u.pid, id)
 		if dfile == nil {
@@ -184,6 +190,9 @@ func (u *Unwinder) loadTables(file *os.File, f *elf.File, id, binPath string) *m
 			}
 			if tab.eh == nil && tab.debug == nil {
 				tab.debug = loadSection(df, ".debug_frame")
+			}
+			if lines == nil {
+				lines = loadLineTable(df)
 			}
 			dfile.Close()
 		}
@@ -200,6 +209,9 @@ func (u *Unwinder) loadTables(file *os.File, f *elf.File, id, binPath string) *m
 					if st, err := dfile.Stat(); err == nil {
 						funcs = loadFuncTable(dfile, st.Size(), df, elf.SHT_SYMTAB)
 					}
+					if lines == nil {
+						lines = loadLineTable(df)
+					}
 					dfile.Close()
 				}
 			} else {
@@ -212,6 +224,7 @@ func (u *Unwinder) loadTables(file *os.File, f *elf.File, id, binPath string) *m
 		funcs = loadFuncTable(file, size, f, elf.SHT_DYNSYM)
 	}
 	tab.funcs.Store(funcs)
+	tab.lines.Store(lines)
 	return tab
 }
 

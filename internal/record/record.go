@@ -38,9 +38,10 @@ import (
 // version 8 the clients on the target's Unix sockets (unixconns.go);
 // version 9 each blocked thread's stack pointer and program counter at its
 // system call (the native wait rule tells waits on one word apart by
-// them); version 10 each thread's process in a tree of processes and what
-// the epoll set it waits on watches. Older files are still read (what
-// they lack reads as zero or empty).
+// them); version 10 each thread's process in a tree of processes, what
+// the epoll set it waits on watches, and each native frame's file and
+// line. Older files are still read (what they lack reads as zero or
+// empty).
 const FormatVersion = 10
 
 // Magic starts every recording; the version byte follows it.

@@ -32,6 +32,10 @@ func encodeStack(e *encoder, st, prev []procfs.StackFrame, known bool) {
 			e.str(f.Module)
 			e.str(f.Function)
 			e.uvarint(f.Offset)
+			if e.version >= 10 {
+				e.str(f.File)
+				e.int(f.Line)
+			}
 		}
 	}
 }
@@ -55,6 +59,9 @@ func decodeStack(d *decoder, prev []procfs.StackFrame, known bool) []procfs.Stac
 		st := make([]procfs.StackFrame, n)
 		for i := range st {
 			st[i] = procfs.StackFrame{PC: d.uvarint(), Module: d.str(), Function: d.str(), Offset: d.uvarint()}
+			if d.version >= 10 {
+				st[i].File, st[i].Line = d.str(), d.int()
+			}
 		}
 		return st
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/procfs"
 )
 
 func TestPprofExport(t *testing.T) {
@@ -176,4 +177,37 @@ func TestPrepareJSONTakesTheZeroSummary(t *testing.T) {
 	var back analysis.Summary
 	require.NoError(t, json.Unmarshal(after.Bytes(), &back))
 	assert.Equal(t, s.Timelines, back.Timelines)
+}
+
+// Native frames with a source position become a location per line, of a
+// function with its file, so `go tool pprof -lines` shows where a native
+// thread waits; frames without one stay a location per function.
+func TestPprofNativeLines(t *testing.T) {
+	stacks := []*analysis.FoldedStack{
+		{Frames: []string{"main", "worker_loop", "post_entry", "pthread_mutex_lock"}, Count: 3,
+			Lines:   []procfs.FrameLine{{File: "/src/app.c", Line: 90}, {File: "/src/app.c", Line: 44}, {File: "/src/app.c", Line: 37}, {}},
+			ByLabel: map[analysis.StackLabel]int{{State: "sleeping", Pool: "worker-N"}: 3}},
+		{Frames: []string{"main", "worker_loop", "post_entry", "pthread_mutex_lock"}, Count: 1,
+			Lines:   []procfs.FrameLine{{File: "/src/app.c", Line: 90}, {File: "/src/app.c", Line: 44}, {File: "/src/app.c", Line: 39}, {}},
+			ByLabel: map[analysis.StackLabel]int{{State: "sleeping", Pool: "worker-N"}: 1}},
+	}
+	var buf bytes.Buffer
+	require.NoError(t, Pprof(&buf, PprofInput{Stacks: stacks, Interval: time.Second}))
+	p, err := profile.Parse(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	lines := map[int64]bool{}
+	functions := map[string]int{}
+	for _, l := range p.Location {
+		require.Len(t, l.Line, 1)
+		if l.Line[0].Function.Name == "post_entry" {
+			lines[l.Line[0].Line] = true
+			assert.Equal(t, "/src/app.c", l.Line[0].Function.Filename)
+		}
+	}
+	for _, f := range p.Function {
+		functions[f.Name]++
+	}
+	assert.Equal(t, map[int64]bool{37: true, 39: true}, lines, "post_entry's two lines are two locations")
+	assert.Equal(t, 1, functions["post_entry"], "of one function")
+	assert.Equal(t, 1, functions["pthread_mutex_lock"])
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/procfs"
 )
 
 // PprofInput is what a pprof export holds: the sampled stacks and the time
@@ -64,23 +65,41 @@ func Pprof(w io.Writer, in PprofInput) error {
 	if jfr {
 		p.SampleType = append(p.SampleType, &profile.ValueType{Type: "contentions", Unit: "count"}, &profile.ValueType{Type: "delay", Unit: "nanoseconds"})
 	}
-	locs := map[string]*profile.Location{}
-	location := func(frame string) *profile.Location {
-		if l := locs[frame]; l != nil {
+	type locKey struct {
+		frame string
+		at    procfs.FrameLine
+	}
+	locs := map[locKey]*profile.Location{}
+	funcs := map[locKey]*profile.Function{}
+	// A native frame with a source position is a location of its own
+	// per line (a function calls from several), of a function with its
+	// file.
+	locationAt := func(frame string, at procfs.FrameLine) *profile.Location {
+		if l := locs[locKey{frame, at}]; l != nil {
 			return l
 		}
-		fn := &profile.Function{ID: uint64(len(p.Function) + 1), Name: frame, SystemName: frame}
-		p.Function = append(p.Function, fn)
-		l := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: fn}}}
+		fk := locKey{frame: frame, at: procfs.FrameLine{File: at.File}}
+		fn := funcs[fk]
+		if fn == nil {
+			fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: frame, SystemName: frame, Filename: at.File}
+			p.Function = append(p.Function, fn)
+			funcs[fk] = fn
+		}
+		l := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: fn, Line: int64(at.Line)}}}
 		p.Location = append(p.Location, l)
-		locs[frame] = l
+		locs[locKey{frame, at}] = l
 		return l
 	}
+	location := func(frame string) *profile.Location { return locationAt(frame, procfs.FrameLine{}) }
 	for _, st := range in.Stacks {
 		// pprof wants the leaf first; folded stacks are root first.
 		stack := make([]*profile.Location, len(st.Frames))
 		for i, f := range st.Frames {
-			stack[len(st.Frames)-1-i] = location(f)
+			var at procfs.FrameLine
+			if i < len(st.Lines) {
+				at = st.Lines[i]
+			}
+			stack[len(st.Frames)-1-i] = locationAt(f, at)
 		}
 		labels := make([]analysis.StackLabel, 0, len(st.ByLabel))
 		for l := range st.ByLabel {

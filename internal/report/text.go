@@ -671,7 +671,11 @@ func writeResources(tw *textWriter, s *analysis.Summary, top int) {
 		if c.Native {
 			in = " in "
 		}
-		tw.printf("  %3d waiting  %s%s%s at %s\n", c.Waiters, c.Kind, in, T(c.Class), T(c.WaitFrame))
+		at := T(c.WaitFrame)
+		if c.WaitLine != "" {
+			at += " (" + T(c.WaitLine) + ")"
+		}
+		tw.printf("  %3d waiting  %s%s%s at %s\n", c.Waiters, c.Kind, in, T(c.Class), at)
 		if c.JFR != nil {
 			where := ""
 			if c.DumpsSeen == 0 {
