@@ -537,18 +537,29 @@ func (a *Aggregator) identifyJavaLocks(locks []*threaddump.LockInfo, seq int) []
 			}
 		}
 	}
+	// The locks that may have moved, by kind, class and wait site: one
+	// pass over the table, not one per unmatched lock (a dump of 10,000
+	// threads each waiting on an object of its own has as many).
+	type movedKey struct{ kind, class, site string }
+	var moved map[movedKey][]*lockAgg
+	if len(unmatched) > 0 {
+		moved = map[movedKey][]*lockAgg{}
+		for _, la := range a.locks {
+			if la.lastSeq == seq-1 && la.lastAddr != "" && byLock[la] == nil && !present[kindAddr{la.kind, la.lastAddr}] {
+				k := movedKey{la.kind, la.class, la.site}
+				moved[k] = append(moved[k], la)
+			}
+		}
+		for _, cs := range moved {
+			// Map order would make ties differ from run to run.
+			sort.Slice(cs, func(i, j int) bool { return cs[i].id < cs[j].id })
+		}
+	}
 	cands := make([][]*lockAgg, len(unmatched))
 	claims := map[*lockAgg]int{}
 	for i, u := range unmatched {
 		kind := string(u.li.Kind)
-		var cs []*lockAgg
-		for _, la := range a.locks {
-			if la.kind == kind && la.class == u.li.Lock.Class && la.site == u.site &&
-				la.lastSeq == seq-1 && la.lastAddr != "" && byLock[la] == nil &&
-				!present[kindAddr{kind, la.lastAddr}] {
-				cs = append(cs, la)
-			}
-		}
+		cs := moved[movedKey{kind, u.li.Lock.Class, u.site}]
 		all := cs
 		if len(cs) > 1 && u.li.Owner != nil {
 			// Owner continuity: the thread that held it before holds it

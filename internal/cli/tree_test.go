@@ -5,7 +5,6 @@ package cli
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -242,16 +241,8 @@ func TestAttachNginxTree(t *testing.T) {
 // condition per worker (at the same address in each), the words stay apart:
 // six instances.
 func TestAttachForkedWorkers(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "c", "forked_workers.c"))
-	require.NoError(t, err)
 	lineOf := func(text string) string {
-		for i, l := range strings.Split(string(src), "\n") {
-			if strings.Contains(l, text) {
-				return "forked_workers.c:" + strconv.Itoa(i+1)
-			}
-		}
-		t.Fatalf("no %q in forked_workers.c", text)
-		return ""
+		return "forked_workers.c:" + strconv.Itoa(testnative.SourceLine(t, "forked_workers.c", text))
 	}
 	for _, tc := range []struct {
 		mode, kind string

@@ -52,6 +52,13 @@ func runTool(t *testing.T, dir string, name string, args ...string) {
 // names of its "deep" thread's frames.
 func deepChain(t *testing.T, bin string) []string {
 	t.Helper()
+	return frameNames(deepStack(t, bin))
+}
+
+// deepStack unwinds the stacks program running from bin and returns its
+// "deep" thread's stack.
+func deepStack(t *testing.T, bin string) []StackFrame {
+	t.Helper()
 	p := testnative.StartWith(t, testnative.Options{Binary: bin}, "stacks")
 	defer p.Stop()
 	fs := NewFS("/proc")
@@ -59,7 +66,7 @@ func deepChain(t *testing.T, bin string) []string {
 	defer u.Close()
 	mem := fs.NewMemReader(p.PID)
 	defer mem.Close()
-	return frameNames(blockedThreads(t, p.PID, u, mem, stacksProgramThreads)["deep"].Stack)
+	return blockedThreads(t, p.PID, u, mem, stacksProgramThreads)["deep"].Stack
 }
 
 // strippedWithDebugFile builds stacks, and in a fresh directory the
@@ -264,27 +271,10 @@ func FuzzMiniDebugInfo(f *testing.F) {
 // nanosleep call, which level_b calls from its own line. Without the debug
 // file, the stripped binary's frames have no line.
 func TestFramesCarryFileAndLine(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "..", "testdata", "c", "stacks.c"))
-	require.NoError(t, err)
-	lineOf := func(text string) int {
-		for i, l := range strings.Split(string(src), "\n") {
-			if strings.Contains(l, text) {
-				return i + 1
-			}
-		}
-		t.Fatalf("no %q in stacks.c", text)
-		return 0
-	}
+	lineOf := func(text string) int { return testnative.SourceLine(t, "stacks.c", text) }
 	frames := func(bin string) map[string]StackFrame {
-		p := testnative.StartWith(t, testnative.Options{Binary: bin}, "stacks")
-		defer p.Stop()
-		fs := NewFS("/proc")
-		u := fs.NewUnwinder(p.PID)
-		defer u.Close()
-		mem := fs.NewMemReader(p.PID)
-		defer mem.Close()
 		out := map[string]StackFrame{}
-		for _, f := range blockedThreads(t, p.PID, u, mem, stacksProgramThreads)["deep"].Stack {
+		for _, f := range deepStack(t, bin) {
 			out[f.Name()] = f
 		}
 		return out

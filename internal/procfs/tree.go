@@ -38,24 +38,31 @@ func (f FS) DescendantsOf(pid, max int, single func(pid int) bool) (out []int, t
 	if _, err := os.Stat(f.pidPath(pid, "task", strconv.Itoa(pid), "children")); err != nil {
 		return f.descendantsByParent(pid, max)
 	}
+	out, truncated = walkTree(pid, max, func(p int) []int { return f.childrenOf(p, single != nil && single(p)) })
+	return out, truncated, nil
+}
+
+// walkTree lists pid's descendants breadth first, nearest first, by
+// children (sorted), at most max of them.
+func walkTree(pid, max int, children func(int) []int) (out []int, truncated bool) {
 	seen := map[int]bool{pid: true}
 	queue := []int{pid}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		for _, c := range f.childrenOf(p, single != nil && single(p)) {
+		for _, c := range children(p) {
 			if seen[c] {
 				continue
 			}
 			if len(out) >= max {
-				return out, true, nil
+				return out, true
 			}
 			seen[c] = true
 			out = append(out, c)
 			queue = append(queue, c)
 		}
 	}
-	return out, false, nil
+	return out, false
 }
 
 // childrenOf reads the children of every task of process p (of its main
@@ -110,27 +117,12 @@ func (f FS) descendantsByParent(pid, max int) ([]int, bool, error) {
 			kids[pp] = append(kids[pp], p)
 		}
 	}
-	var out []int
-	queue := []int{pid}
-	seen := map[int]bool{pid: true}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
+	out, truncated := walkTree(pid, max, func(p int) []int {
 		k := kids[p]
 		sort.Ints(k)
-		for _, c := range k {
-			if seen[c] {
-				continue
-			}
-			if len(out) >= max {
-				return out, true, nil
-			}
-			seen[c] = true
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out, false, nil
+		return k
+	})
+	return out, truncated, nil
 }
 
 // Parent reads pid's parent pid.

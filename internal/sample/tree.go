@@ -71,7 +71,13 @@ type treeMember struct {
 
 // newTree sets up the tree of a new sampler, when its options ask for one.
 func (s *Sampler) newTree() {
-	if s.opts.Tree == TreeOff || s.target.Kind != snapshot.KindNative {
+	if s.opts.Tree == TreeOff {
+		return
+	}
+	if s.target.Kind != snapshot.KindNative {
+		if s.opts.Tree == TreeOn {
+			s.notes = append(s.notes, fmt.Sprintf("--tree: pid %d is a JVM, sampled alone: a tree of processes is sampled for native servers (a JVM's work runs in its own threads)", s.opts.PID))
+		}
 		return
 	}
 	s.tree = &treeState{mode: s.opts.Tree, on: s.opts.Tree == TreeOn, exe: s.fs.Executable(s.opts.PID),

@@ -326,3 +326,25 @@ func RequireExactWaits(t testing.TB) {
 		t.Fatal("exact futex waits need root or CAP_PERFMON: run the tests as root (make test does)")
 	}
 }
+
+// SourceLine is the number of the first line of testdata/c/<file> that
+// holds text, for tests that check the source positions ctprof reads from
+// a program's line table.
+func SourceLine(t testing.TB, file, text string) int {
+	t.Helper()
+	dir, err := sourceDir()
+	if err != nil {
+		t.Fatalf("testnative: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		t.Fatalf("testnative: %v", err)
+	}
+	for i, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, text) {
+			return i + 1
+		}
+	}
+	t.Fatalf("testnative: no %q in %s", text, file)
+	return 0
+}
