@@ -47,41 +47,7 @@ func encodeSnapshot(e *encoder, s *snapshot.Snapshot, prev threadState, key bool
 			p = procfs.Thread{}
 			e.uvarint(t.StartTime)
 		}
-		e.str(t.Name)
-		e.byte(t.State)
-		e.duration(t.UserCPU - p.UserCPU)
-		e.duration(t.SystemCPU - p.SystemCPU)
-		e.varint(int64(t.Voluntary - p.Voluntary))
-		e.varint(int64(t.Involuntary - p.Involuntary))
-		e.duration(t.RunTime - p.RunTime)
-		e.duration(t.RunQueueWait - p.RunQueueWait)
-		e.varint(int64(t.Timeslices - p.Timeslices))
-		e.int(t.Processor)
-		e.int(t.Policy)
-		e.int(t.RTPriority)
-		e.int(t.Nice)
-		e.str(t.CPUsAllowed)
-		e.str(t.WChan)
-		e.int(t.Syscall)
-		for _, a := range t.SyscallArgs {
-			e.uvarint(a)
-		}
-		if e.version >= 9 {
-			// Where the thread blocked: the native wait rule tells two
-			// waits on one word apart by them (a worker's own condition
-			// waited on in its loop and inside a task).
-			e.uvarint(t.SyscallSP)
-			e.uvarint(t.SyscallPC)
-		}
-		if e.version >= 10 {
-			// The process of a tree's thread, and what its epoll set
-			// watches: the wait rule reads both.
-			e.int(t.PID)
-			e.byte(byte(t.Events))
-		}
-		if e.version >= 6 {
-			encodeStack(e, t.Stack, p.Stack, known)
-		}
+		encodeThread(e, t, &p, known)
 		next[t.TID] = *t
 	}
 
@@ -516,4 +482,44 @@ func decodeLocation(d *decoder) procfs.Location {
 	l.SymbolOffset = d.uvarint()
 	l.SymbolSize = d.uvarint()
 	return l
+}
+
+// encodeThread writes one thread of a snapshot: its counters as deltas
+// from p, the same thread in the previous frame (zero when not known).
+func encodeThread(e *encoder, t, p *procfs.Thread, known bool) {
+	e.str(t.Name)
+	e.byte(t.State)
+	e.duration(t.UserCPU - p.UserCPU)
+	e.duration(t.SystemCPU - p.SystemCPU)
+	e.varint(int64(t.Voluntary - p.Voluntary))
+	e.varint(int64(t.Involuntary - p.Involuntary))
+	e.duration(t.RunTime - p.RunTime)
+	e.duration(t.RunQueueWait - p.RunQueueWait)
+	e.varint(int64(t.Timeslices - p.Timeslices))
+	e.int(t.Processor)
+	e.int(t.Policy)
+	e.int(t.RTPriority)
+	e.int(t.Nice)
+	e.str(t.CPUsAllowed)
+	e.str(t.WChan)
+	e.int(t.Syscall)
+	for _, a := range t.SyscallArgs {
+		e.uvarint(a)
+	}
+	if e.version >= 9 {
+		// Where the thread blocked: the native wait rule tells two
+		// waits on one word apart by them (a worker's own condition
+		// waited on in its loop and inside a task).
+		e.uvarint(t.SyscallSP)
+		e.uvarint(t.SyscallPC)
+	}
+	if e.version >= 10 {
+		// The process of a tree's thread, and what its epoll set
+		// watches: the wait rule reads both.
+		e.int(t.PID)
+		e.byte(byte(t.Events))
+	}
+	if e.version >= 6 {
+		encodeStack(e, t.Stack, p.Stack, known)
+	}
 }
