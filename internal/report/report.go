@@ -16,9 +16,11 @@ import (
 // JSON writes the summary as indented JSON (schema in docs/json.md).
 // encoding/json escapes <, > and & so the output is safe to embed in HTML.
 func JSON(w io.Writer, s *analysis.Summary) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(s); err != nil {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("write JSON summary: %w", err)
+	}
+	if err := writeIndented(w, b, "  "); err != nil {
 		return fmt.Errorf("write JSON summary: %w", err)
 	}
 	return nil
