@@ -100,7 +100,18 @@ func TestFutexHotspotNamesTheMutexAndSetsConditionsApart(t *testing.T) {
 func TestThreadReaderSeesThousandsOfThreads(t *testing.T) {
 	const n = 2000
 	p := testnative.Start(t, "many_threads", strconv.Itoa(n))
-	threads := readThreads(t, p.PID)
+	// READY comes once every thread started; on a loaded machine some may
+	// not have reached their sleep yet: wait until they all have.
+	var threads []Thread
+	require.NoError(t, pollUntil(30*time.Second, func() error {
+		threads = readThreads(t, p.PID)
+		for _, th := range threads {
+			if strings.HasPrefix(th.Name, "sleeper-") && !th.Sleeping() {
+				return fmt.Errorf("%s state %c", th.Name, th.State)
+			}
+		}
+		return nil
+	}))
 	require.Len(t, threads, n+1)
 	seen := map[int]bool{}
 	sleepers := 0

@@ -123,6 +123,9 @@ type ThreadReader struct {
 	// the run's last sample, whose cumulative counters the summary's
 	// totals come from. Read turns it off.
 	Final bool
+	// wchanSeen says the kernel named some thread's wait channel: one
+	// that reads 0 is then on a CPU (readWaits).
+	wchanSeen bool
 	// skipIdle says this sweep may leave idle threads unread (see
 	// readThread); skipped counts the threads so left.
 	skipIdle bool
@@ -763,8 +766,7 @@ func (r *ThreadReader) readThread(t *Thread, tf *threadFiles) error {
 		}
 		return nil
 	}
-	r.readWaits(t, tf)
-	if schedRead && statusRead {
+	if r.readWaits(t, tf) && schedRead && statusRead {
 		tf.last, tf.valid = *t, true
 	}
 	return nil
@@ -867,12 +869,23 @@ func (r *ThreadReader) internCPUs(b []byte) string {
 }
 
 // readWaits reads a sleeping thread's wait channel and system call.
-func (r *ThreadReader) readWaits(t *Thread, tf *threadFiles) {
+//
+// settled is false for a thread read on its way to sleep: in state S
+// while its wait channel reads 0, which the kernel says of a task still on
+// a CPU. Such a read is not carried over to the next sweeps (its counters
+// move once the thread is off the CPU, but not always before the next
+// read of schedstat), so the next sweep reads it in full again. A kernel
+// that names no wait channel at all (wchanSeen never set) settles every
+// thread.
+func (r *ThreadReader) readWaits(t *Thread, tf *threadFiles) (settled bool) {
 	var b []byte
 	var err error
+	settled = true
 	if r.ReadWChan {
 		if b, err = r.read(t.TID, tf, fileWChan); err == nil {
 			t.WChan = r.intern(b)
+			r.wchanSeen = r.wchanSeen || t.WChan != ""
+			settled = t.WChan != "" || !r.wchanSeen
 		}
 	}
 	if r.ReadSyscall {
@@ -880,6 +893,7 @@ func (r *ThreadReader) readWaits(t *Thread, tf *threadFiles) {
 			parseSyscall(b, t)
 		}
 	}
+	return settled
 }
 
 // ReadWaits finishes a sweep taken with DeferWaits: for each thread the
@@ -929,7 +943,9 @@ func (r *ThreadReader) ReadWaits(threads []Thread, need func(*Thread) WaitRead) 
 				continue
 			}
 		}
-		r.readWaits(t, tf)
+		if !r.readWaits(t, tf) {
+			tf.valid = false
+		}
 		if tf.valid {
 			tf.last = *t
 		}
