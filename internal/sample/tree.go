@@ -60,7 +60,17 @@ type treeState struct {
 	// gone those that exited or exec'd another program, truncated the
 	// ticks whose tree was cut at procfs.MaxTreeProcesses.
 	seen, gone, truncated int
-	failed                map[string]int
+	// failed counts the processes that could not be sampled, by reason;
+	// refused are their pids (with start times), not tried again.
+	failed  map[string]int
+	refused map[refusedProcess]bool
+}
+
+// refusedProcess is a process that could not be sampled: its pid and
+// start time (a reused pid is another process).
+type refusedProcess struct {
+	pid   int
+	start uint64
 }
 
 type treeMember struct {
@@ -81,16 +91,7 @@ func (s *Sampler) newTree() {
 		return
 	}
 	s.tree = &treeState{mode: s.opts.Tree, on: s.opts.Tree == TreeOn, exe: s.fs.Executable(s.opts.PID),
-		members: map[int]*treeMember{}, nextIndex: 1, seen: 1, failed: map[string]int{}}
-}
-
-// Tree reports whether the sampler covers the target's descendants, and
-// how many processes it sampled so far (the target included).
-func (s *Sampler) Tree() (on bool, processes int) {
-	if s.tree == nil || !s.tree.on {
-		return false, 1
-	}
-	return true, s.tree.seen
+		members: map[int]*treeMember{}, nextIndex: 1, seen: 1, failed: map[string]int{}, refused: map[refusedProcess]bool{}}
 }
 
 // memberOptions are a descendant's sampler's: the run's, without its end
@@ -139,10 +140,18 @@ func (s *Sampler) findMembers() {
 		if t.members[k] != nil {
 			continue
 		}
+		id, idErr := s.fs.Identity(k)
+		rp := refusedProcess{k, id.StartTime}
+		if idErr == nil && t.refused[rp] {
+			continue
+		}
 		m, err := NewSampler(s.memberOptions(k))
 		if err != nil {
 			if !errors.Is(err, procfs.ErrProcessGone) {
 				t.failed[err.Error()]++
+				if idErr == nil && len(t.refused) < procfs.MaxTreeProcesses {
+					t.refused[rp] = true
+				}
 			}
 			continue
 		}
@@ -321,7 +330,7 @@ func (s *Sampler) treeWarnings() []string {
 	}
 	sort.Strings(msgs)
 	for _, m := range msgs {
-		out = append(out, fmt.Sprintf("%d sample(s) of processes of the tree failed: %s", t.failed[m], m))
+		out = append(out, fmt.Sprintf("%d process(es) of the tree could not be sampled: %s", t.failed[m], m))
 	}
 	return out
 }
