@@ -234,6 +234,9 @@ func (c *Collector) collectTarget(e emitter, t *target, s *analysis.Summary) {
 	if tpc := s.ThreadsPerConnection; tpc != nil && s.Connections != nil && s.Connections.Established > 0 {
 		e.gauge(descThreadsPerConnection, tpc.Ratio)
 	}
+	if p := s.Processes; p != nil {
+		e.gauge(descProcesses, float64(p.Last))
+	}
 	if s.Samples > 0 {
 		t.labels.keep(s.Locks)
 		named, other := t.locks.update(groupLocks(s.Locks, t.labels))

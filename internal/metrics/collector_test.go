@@ -195,3 +195,26 @@ func TestTargetsForTheLandingPage(t *testing.T) {
 		{TargetInfo: TargetInfo{PID: 20, Name: "b", Kind: "jvm"}, Up: true},
 	}, c.Targets())
 }
+
+// A server made of processes exports its process count: a prefork
+// server of 4 workers is 5 processes, each worker's thread among the
+// target's threads; one process alone has no ctprof_processes.
+func TestProcessesOfATree(t *testing.T) {
+	p := testnative.Start(t, "forked_workers", "4")
+	agg, tgt := sampleN(t, p.PID, 2, 50*time.Millisecond)
+	c := NewCollector(CollectorOptions{})
+	c.Register(TargetInfoOf(tgt.Target()), agg)
+	mfs := gather(t, c)
+	pid := strconv.Itoa(p.PID)
+	v, ok := find(mfs, "ctprof_processes", map[string]string{"pid": pid})
+	assert.True(t, ok, "ctprof_processes of a tree")
+	assert.Equal(t, 5.0, v)
+	assert.Equal(t, 5.0, sumOf(mfs, "ctprof_threads", map[string]string{"pid": pid}))
+
+	single := testnative.Start(t, "many_threads", "2")
+	agg, tgt = sampleN(t, single.PID, 2, 50*time.Millisecond)
+	c = NewCollector(CollectorOptions{})
+	c.Register(TargetInfoOf(tgt.Target()), agg)
+	_, ok = find(gather(t, c), "ctprof_processes", nil)
+	assert.False(t, ok, "one process has no ctprof_processes")
+}

@@ -57,6 +57,8 @@ var (
 		"Connected clients of the target at the last sample: established TCP connections (only those to --port when given) plus the clients on the Unix sockets it listens on.")
 	descThreadsPerConnection = newDesc("ctprof_threads_per_connection",
 		"Threads of the target divided by its connected clients (ctprof_connections) at the last sample.")
+	descProcesses = newDesc("ctprof_processes",
+		"Processes of a target sampled as a tree of processes (a server that forks its workers: the target and its descendants) at the last sample; absent for one process.")
 
 	descLockBlockedThreads = newDesc("ctprof_lock_blocked_threads",
 		"Threads queued on a lock at the last sample, by lock (kind and class, or futex symbol) and the frame they wait in; the locks with the most blocked thread-seconds and 'other' for the rest.", "lock", "site")
@@ -93,7 +95,7 @@ var allDescs = []*prometheus.Desc{
 	descSamples, descSampleErrors, descSampleDuration, descTargetPause,
 	descThreads, descJVMThreads, descPoolThreads,
 	descCPUSeconds, descContextSwitches, descHostContextSwitches, descRunQueueWait,
-	descConnections, descThreadsPerConnection,
+	descConnections, descThreadsPerConnection, descProcesses,
 	descLockBlockedThreads, descLockBlockedSeconds, descResourceWaiters, descDeadlockedThreads, descWakeups,
 	descJVMLiveThreads, descJVMDaemonThreads, descJVMPeakThreads, descJVMThreadsStarted,
 	descJVMSafepoints, descJVMSafepointSeconds, descJVMGCSeconds, descJVMMonitorEvents,
