@@ -625,7 +625,11 @@ func (r *Reader) hotspotLine(ln []byte) error {
 		}
 	}
 	t := bytes.TrimLeft(ln, " \t")
-	if bytes.HasPrefix(t, []byte("Full thread dump")) {
+	// Inside a dump, a "Full thread dump" line that closes a thread
+	// header ends a multi-line name whose first line was read as a
+	// header: the parser reads it so (hotspot.go, danglingClose), and the
+	// dump is not cut there.
+	if bytes.HasPrefix(t, []byte("Full thread dump")) && !(r.state != stOutside && ln[0] != '"' && closesHeader(ln)) {
 		// Keep the timestamp and jcmd "<pid>:" lines just before the
 		// header with the new dump.
 		carry := len(r.buf)
