@@ -180,7 +180,7 @@ const maxRoleBytes = 64
 func ProcessRole(cmdline []byte) string {
 	c := bytes.TrimRight(cmdline, "\x00 ")
 	name, rest, ok := bytes.Cut(c, []byte(": "))
-	if !ok || len(name) == 0 || bytes.ContainsAny(name, "/ \x00") {
+	if !ok || len(name) == 0 || len(name) >= maxRoleBytes || bytes.ContainsAny(name, "/ \x00") {
 		return ""
 	}
 	var b strings.Builder
