@@ -128,7 +128,7 @@ func Classify(t Thread) Wait {
 	case callSleep:
 		w.Verdict, w.Reason = Sleep, "in "+syscallName(t.Syscall)
 	case callEvent:
-		if isEpoll(t.Syscall) && t.Events == procfs.EventsOwn {
+		if procfs.EpollWait(t.Syscall) && t.Events == procfs.EventsOwn {
 			w.Kind = sh.kind
 			if w.Kind == "" || w.Kind == Futex {
 				w.Kind = Condition
@@ -216,11 +216,6 @@ func ownEventsVerdict(k Kind, sh shape, t Thread) (string, string) {
 	}
 	v, r := futexVerdict(k, sh, t)
 	return v, "in " + name + " on the program's own wake-ups only (no socket or file in its set, no timeout): " + r
-}
-
-// isEpoll reports the epoll waits, whose set the sweep can read.
-func isEpoll(nr int) bool {
-	return nr == unix.SYS_EPOLL_WAIT || nr == unix.SYS_EPOLL_PWAIT || nr == unix.SYS_EPOLL_PWAIT2
 }
 
 // epollTimed says an epoll wait has a timeout: a non-negative one in

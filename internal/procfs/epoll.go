@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // EventSet says what an epoll set a blocked thread waits on watches: the
@@ -34,6 +36,12 @@ func (e EventSet) String() string {
 		return "own"
 	}
 	return ""
+}
+
+// EpollWait reports the system calls that wait on an epoll set, whose
+// set EpollSet reads (its first argument).
+func EpollWait(nr int) bool {
+	return nr == unix.SYS_EPOLL_WAIT || nr == unix.SYS_EPOLL_PWAIT || nr == unix.SYS_EPOLL_PWAIT2
 }
 
 // maxEpollWatched bounds the descriptors of one set ctprof looks at: a set

@@ -3,7 +3,6 @@ package sample
 import (
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
-	"golang.org/x/sys/unix"
 )
 
 // Event sets. A native thread blocked in epoll_wait waits for whatever its
@@ -37,7 +36,7 @@ func (s *Sampler) readEventSets(threads []snapshot.OSThread) {
 	for i := range threads {
 		t := &threads[i]
 		t.Events = procfs.EventsUnread
-		if !t.Sleeping() || !epollCall(t.Syscall) {
+		if !t.Sleeping() || !procfs.EpollWait(t.Syscall) {
 			continue
 		}
 		epfd := t.SyscallArgs[0]
@@ -63,8 +62,4 @@ func (s *Sampler) readEventSets(threads []snapshot.OSThread) {
 		next[t.TID] = cachedEvents{key: key, epfd: epfd, events: t.Events}
 	}
 	s.events = next
-}
-
-func epollCall(nr int) bool {
-	return nr == unix.SYS_EPOLL_WAIT || nr == unix.SYS_EPOLL_PWAIT || nr == unix.SYS_EPOLL_PWAIT2
 }
