@@ -221,7 +221,29 @@ func startDebuginfod(t *testing.T, dir string) string {
 			t.Logf("debuginfod's log:\n%s", log.String())
 		}
 	})
-	return fmt.Sprintf("http://127.0.0.1:%d", port)
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitListening(t, url)
+	return url
+}
+
+// waitListening waits until the server answers HTTP at all (any status):
+// a test that asks it for a missing file must hear its 404, not a refused
+// connection from a server still starting on a busy machine.
+func waitListening(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(url + "/metrics")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("debuginfod did not answer within 60 s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // waitServed waits until the server has indexed the debug file of id.
