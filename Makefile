@@ -118,7 +118,8 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 -count 3 ./pkg/threaddump/
 	$(GO) test -run '^$$' -bench 'Parse4000Threads$$|Parse2000DeepThreads$$' -benchmem -cpu 2 -count 3 ./pkg/threaddump/
 	$(GO) test -run '^$$' -bench OneShotAggregate2000Threads -benchmem -count 5 ./internal/analysis/
-	$(GO) test -run '^$$' -bench 'ThreadSweep|ThreadFiles|FirstSweep|LoadSymbols|FirstResolveLibjvm|ResolveAddresses' -benchmem -count 3 ./internal/procfs/
+	$(GO) test -run '^$$' -bench 'ThreadSweep|ThreadFiles|FirstSweep' -benchmem -count 3 ./internal/procfs/
+	$(GO) test -run '^$$' -bench 'LoadSymbols|FirstResolveLibjvm|ResolveAddresses' -benchmem -count 3 ./internal/symbolize/
 	$(GO) test -run '^$$' -bench Scrape4000ThreadJVM -benchtime 200x -count 3 ./internal/metrics/
 	$(GO) test -run '^$$' -bench VersusProcessExporter -benchtime 30x -count 3 ./internal/metrics/
 	$(GO) test -run '^$$' -bench OneShotVersusJcmd -benchtime 7x -timeout 30m ./internal/sample/

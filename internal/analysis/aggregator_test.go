@@ -15,6 +15,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -224,11 +225,11 @@ func TestCPUSaturation(t *testing.T) {
 
 func TestFutexLocksAndConditions(t *testing.T) {
 	a := New()
-	loc := procfs.Location{Module: "app", Symbol: "big_lock", SymbolSize: 40, Offset: 0x4040}
+	loc := symbolize.Location{Module: "app", Symbol: "big_lock", SymbolSize: 40, Offset: 0x4040}
 	for i := 0; i < 4; i++ {
 		snap := liveSnap(i, []procfs.Thread{thread(1, "w-1", 'S', 0, 0, 0), thread(2, "w-2", 'S', 0, 0, 0), thread(3, "w-3", 'R', 0, 0, 0)})
 		snap.Futexes = []procfs.FutexWait{
-			{Address: 0x5000, Location: procfs.Location{Module: "app", Symbol: "cv", SymbolSize: 48, SymbolOffset: 8}, Kind: procfs.FutexCondition, TIDs: []int{9, 10}},
+			{Address: 0x5000, Location: symbolize.Location{Module: "app", Symbol: "cv", SymbolSize: 48, SymbolOffset: 8}, Kind: procfs.FutexCondition, TIDs: []int{9, 10}},
 		}
 		if i%2 == 0 {
 			snap.Futexes = append(snap.Futexes, procfs.FutexWait{Address: 0x4040, Location: loc, Kind: procfs.FutexLock, TIDs: []int{1, 2}})

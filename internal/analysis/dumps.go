@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -88,7 +89,7 @@ type FoldedStack struct {
 	Frames []string
 	// Lines are the frames' source positions where a native binary's
 	// line table gave them (root first, as Frames); nil when none did.
-	Lines []procfs.FrameLine
+	Lines []symbolize.FrameLine
 	// Count is the number of thread samples with this stack; ByLabel splits
 	// it by Java state and thread pool (the labels of a pprof export).
 	Count   int
@@ -654,7 +655,7 @@ func jniThreads(s *snapshot.Snapshot) map[int64]*procfs.Thread {
 
 // jniFoldedStack is the stack table's entry of Java frames (top first)
 // continued by native frames (innermost first) above them.
-func (a *Aggregator) jniFoldedStack(fr []threaddump.Frame, st []procfs.StackFrame) *FoldedStack {
+func (a *Aggregator) jniFoldedStack(fr []threaddump.Frame, st []symbolize.StackFrame) *FoldedStack {
 	frames := make([]string, 0, len(fr)+len(st))
 	for i := len(fr) - 1; i >= 0; i-- {
 		frames = append(frames, fr[i].Function())

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // Exact futex waits: what the kernel counted of a native target's futex
@@ -147,7 +147,7 @@ func (a *Aggregator) addFutexTrace(ft *snapshot.FutexTrace) {
 
 // futexLock is the lock table's entry of the futex at addr, named by its
 // location, made when missing; kind is what the waits said of it.
-func (a *Aggregator) futexLock(addr uint64, loc procfs.Location, kind snapshot.FutexKind) *lockAgg {
+func (a *Aggregator) futexLock(addr uint64, loc symbolize.Location, kind snapshot.FutexKind) *lockAgg {
 	address := fmt.Sprintf("0x%x", addr)
 	class := futexClass(loc)
 	la := a.lock(lockKey("futex", "", address), "futex", class)
@@ -302,7 +302,7 @@ func ExactLockLine(x *ExactWaits) string {
 
 // addExactStack weighs one copied wait stack, bounded like the dumps'
 // stacks: past the table's size new stacks go to one entry.
-func (a *Aggregator) addExactStack(st []procfs.StackFrame, lockID string, waits, nanos float64) {
+func (a *Aggregator) addExactStack(st []symbolize.StackFrame, lockID string, waits, nanos float64) {
 	r := a.exact
 	if r.stacks == nil {
 		r.stacks = map[string]*exactStack{}

@@ -10,14 +10,15 @@ import (
 
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // The kernel's counts of a lock the samples never saw: the lock, its
 // figures scaled to the exact counts, a finding, its site from the copied
 // stacks, and the stacks weighed for pprof's contentions and delay.
 func TestExactWaitsOfALockTheSamplesMissed(t *testing.T) {
-	loc := procfs.Location{Address: 0x4040, Module: "app", Offset: 0x40, Symbol: "short_lock", SymbolSize: 40}
-	st := []procfs.StackFrame{fr("libc.so.6", "__lll_lock_wait"), fr("libc.so.6", "pthread_mutex_lock"), fr("app", "take"), fr("app", "worker")}
+	loc := symbolize.Location{Address: 0x4040, Module: "app", Offset: 0x40, Symbol: "short_lock", SymbolSize: 40}
+	st := []symbolize.StackFrame{fr("libc.so.6", "__lll_lock_wait"), fr("libc.so.6", "pthread_mutex_lock"), fr("app", "take"), fr("app", "worker")}
 	a := New()
 	for i := 0; i < 3; i++ {
 		s := liveSnap(i, []procfs.Thread{thread(1, "w-1", 'R', 0, 0, 0), thread(2, "w-2", 'R', 0, 0, 0)})
@@ -28,7 +29,7 @@ func TestExactWaitsOfALockTheSamplesMissed(t *testing.T) {
 				Futexes: []snapshot.TracedFutex{{Address: 0x4040, Location: loc, Kind: procfs.FutexLock, Op: "FUTEX_WAIT_PRIVATE",
 					Waits: 20000, Traced: 2000, Total: 20 * time.Millisecond, Max: 80 * time.Microsecond,
 					Durations: []time.Duration{5 * time.Microsecond, 10 * time.Microsecond, 10 * time.Microsecond, 80 * time.Microsecond},
-					TIDs:      []int{1, 2}, Stacks: [][]procfs.StackFrame{st, st}},
+					TIDs:      []int{1, 2}, Stacks: [][]symbolize.StackFrame{st, st}},
 					{Address: 0x9000, Kind: procfs.FutexCondition, Waits: 10, Traced: 10, Total: time.Second}}}
 		}
 		a.Add(s)

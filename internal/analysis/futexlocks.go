@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"golang.org/x/sys/unix"
 )
 
@@ -306,7 +306,7 @@ func futexHolderSummary(la *lockAgg) *FutexHolder {
 // futexClass is the futex lock's class: its stable short name
 // ("contended_mutex", "app+0x4040", "[heap]+0x2a0"), the same from run to
 // run, so that diff and the metrics follow the lock across restarts.
-func futexClass(l procfs.Location) string {
+func futexClass(l symbolize.Location) string {
 	if l.Module == "" && l.Symbol == "" {
 		return ""
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/ctprof/ctprof/internal/nativewait"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,7 +37,7 @@ type nativeVerdict struct {
 // a thread's stack slice while the thread has not moved, so the same
 // stack, system call, state and operation give the same verdict.
 type nativeCacheKey struct {
-	stack   *procfs.StackFrame
+	stack   *symbolize.StackFrame
 	depth   int
 	syscall int
 	state   byte

@@ -10,14 +10,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // nframes builds a stack innermost first from "module:function" items.
-func nframes(items ...string) []procfs.StackFrame {
-	out := make([]procfs.StackFrame, len(items))
+func nframes(items ...string) []symbolize.StackFrame {
+	out := make([]symbolize.StackFrame, len(items))
 	for i, it := range items {
 		m, fn, _ := strings.Cut(it, ":")
-		out[i] = procfs.StackFrame{PC: uint64(0x1000 + 0x10*i), Module: m, Function: fn, Offset: 0x10}
+		out[i] = symbolize.StackFrame{PC: uint64(0x1000 + 0x10*i), Module: m, Function: fn, Offset: 0x10}
 	}
 	return out
 }
@@ -42,7 +43,7 @@ func TestNativeResourcesGroupByWaitSite(t *testing.T) {
 			th.Syscall, th.SyscallArgs, th.Stack = unix.SYS_FUTEX, [5]uint64{uint64(0x7f0000 + 0x100*r + 0x1000*i), 0x189, 0, 1}, rowWait
 			threads = append(threads, th)
 			futexes = append(futexes, procfs.FutexWait{Address: th.SyscallArgs[0], Kind: procfs.FutexCondition, Op: "FUTEX_WAIT_BITSET_PRIVATE", TIDs: []int{th.TID},
-				Location: procfs.Location{Address: th.SyscallArgs[0], Module: "anonymous memory", Offset: th.SyscallArgs[0] - 0x700000}})
+				Location: symbolize.Location{Address: th.SyscallArgs[0], Module: "anonymous memory", Offset: th.SyscallArgs[0] - 0x700000}})
 		}
 		for w := 0; w < 2; w++ {
 			th := thread(200+w, "db", 'S', uint64(i), 0, 0)

@@ -2,8 +2,8 @@ package analysis
 
 import (
 	"github.com/ctprof/ctprof/internal/nativewait"
-	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // Native stacks: the user stacks the sampler unwound for threads blocked
@@ -20,7 +20,7 @@ const nativeSiteFrames = 2
 // with no frame of the program (a binary with the C library linked in, a
 // runtime thread) names the frames after the innermost one. "" without a
 // stack.
-func nativeWaitSite(st []procfs.StackFrame) string {
+func nativeWaitSite(st []symbolize.StackFrame) string {
 	if len(st) == 0 {
 		return ""
 	}
@@ -33,7 +33,7 @@ func nativeWaitSite(st []procfs.StackFrame) string {
 
 // nativeStackNames is a stack's frame names, outermost first (the order of
 // a folded stack).
-func nativeStackNames(st []procfs.StackFrame) []string {
+func nativeStackNames(st []symbolize.StackFrame) []string {
 	out := make([]string, len(st))
 	for i, f := range st {
 		out[len(st)-1-i] = f.Name()
@@ -82,7 +82,7 @@ func (a *Aggregator) addNativeStacks(s *snapshot.Snapshot, lockOf map[int]string
 
 // nativeFoldedStack returns the stack table's entry of st, creating it;
 // the key is built in the reused buffer, as foldedStack's.
-func (a *Aggregator) nativeFoldedStack(st []procfs.StackFrame) *FoldedStack {
+func (a *Aggregator) nativeFoldedStack(st []symbolize.StackFrame) *FoldedStack {
 	key := a.foldKey[:0]
 	for i := len(st) - 1; i >= 0; i-- {
 		if i < len(st)-1 {
@@ -93,14 +93,14 @@ func (a *Aggregator) nativeFoldedStack(st []procfs.StackFrame) *FoldedStack {
 	a.foldKey = key
 	fs := a.stacks[string(key)]
 	if fs == nil {
-		fs = &FoldedStack{Frames: nativeStackNames(st), Lines: procfs.FrameLines(st), ByLabel: map[StackLabel]int{}}
+		fs = &FoldedStack{Frames: nativeStackNames(st), Lines: symbolize.FrameLines(st), ByLabel: map[StackLabel]int{}}
 		a.stacks[string(key)] = fs
 	}
 	return fs
 }
 
 // frameNames is up to n of a stack's frame names, innermost first.
-func frameNames(st []procfs.StackFrame, n int) []string {
+func frameNames(st []symbolize.StackFrame, n int) []string {
 	out := make([]string, 0, min(n, len(st)))
 	for _, f := range st[:min(n, len(st))] {
 		out = append(out, f.Name())

@@ -9,10 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
-func fr(module, function string) procfs.StackFrame {
-	return procfs.StackFrame{PC: 0x1000, Module: module, Function: function, Offset: 4}
+func fr(module, function string) symbolize.StackFrame {
+	return symbolize.StackFrame{PC: 0x1000, Module: module, Function: function, Offset: 4}
 }
 
 // The wait site is the first frames of the program above the waiting
@@ -20,16 +21,16 @@ func fr(module, function string) procfs.StackFrame {
 func TestNativeWaitSite(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		stack []procfs.StackFrame
+		stack []symbolize.StackFrame
 		want  string
 	}{
 		{"no stack", nil, ""},
-		{"glibc mutex", []procfs.StackFrame{fr("libc.so.6", "__lll_lock_wait"), fr("libc.so.6", "pthread_mutex_lock"), fr("server", "post_entry"), fr("server", "worker_loop"), fr("libc.so.6", "start_thread")}, "post_entry ← worker_loop"},
-		{"a library's own wrapper counts as the program's", []procfs.StackFrame{fr("libc.so.6", "syscall"), fr("libfoo.so.1", "foo_lock"), fr("server", "main")}, "foo_lock ← main"},
-		{"stripped: module and offset", []procfs.StackFrame{fr("libc.so.6", "__lll_lock_wait"), {PC: 9, Module: "server", Offset: 0x4d740}, {PC: 9, Module: "server", Offset: 0x4d800}}, "server+0x4d740 ← server+0x4d800"},
-		{"one module (static binary)", []procfs.StackFrame{fr("app", "__lll_lock_wait"), fr("app", "pthread_mutex_lock"), fr("app", "post_entry")}, "post_entry"},
-		{"one frame", []procfs.StackFrame{fr("libc.so.6", "epoll_wait")}, "epoll_wait"},
-		{"only the caller left", []procfs.StackFrame{fr("libc.so.6", "__lll_lock_wait"), fr("server", "main")}, "main"},
+		{"glibc mutex", []symbolize.StackFrame{fr("libc.so.6", "__lll_lock_wait"), fr("libc.so.6", "pthread_mutex_lock"), fr("server", "post_entry"), fr("server", "worker_loop"), fr("libc.so.6", "start_thread")}, "post_entry ← worker_loop"},
+		{"a library's own wrapper counts as the program's", []symbolize.StackFrame{fr("libc.so.6", "syscall"), fr("libfoo.so.1", "foo_lock"), fr("server", "main")}, "foo_lock ← main"},
+		{"stripped: module and offset", []symbolize.StackFrame{fr("libc.so.6", "__lll_lock_wait"), {PC: 9, Module: "server", Offset: 0x4d740}, {PC: 9, Module: "server", Offset: 0x4d800}}, "server+0x4d740 ← server+0x4d800"},
+		{"one module (static binary)", []symbolize.StackFrame{fr("app", "__lll_lock_wait"), fr("app", "pthread_mutex_lock"), fr("app", "post_entry")}, "post_entry"},
+		{"one frame", []symbolize.StackFrame{fr("libc.so.6", "epoll_wait")}, "epoll_wait"},
+		{"only the caller left", []symbolize.StackFrame{fr("libc.so.6", "__lll_lock_wait"), fr("server", "main")}, "main"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, nativeWaitSite(tc.stack))
@@ -42,9 +43,9 @@ func TestNativeWaitSite(t *testing.T) {
 // the stack table (the flame graph, folded, pprof and speedscope), the
 // lock's waiters as BLOCKED on it.
 func TestNativeStacksInLocksFindingsAndStackTable(t *testing.T) {
-	waiting := []procfs.StackFrame{fr("libc.so.6", "__lll_lock_wait"), fr("libc.so.6", "pthread_mutex_lock"), fr("server", "post_entry"), fr("server", "worker_loop"), fr("libc.so.6", "start_thread")}
-	holding := []procfs.StackFrame{fr("libc.so.6", "clock_nanosleep"), fr("libc.so.6", "nanosleep"), fr("server", "slow_flush"), fr("server", "post_entry"), fr("server", "worker_loop")}
-	idle := []procfs.StackFrame{fr("libc.so.6", "epoll_wait"), fr("server", "event_loop")}
+	waiting := []symbolize.StackFrame{fr("libc.so.6", "__lll_lock_wait"), fr("libc.so.6", "pthread_mutex_lock"), fr("server", "post_entry"), fr("server", "worker_loop"), fr("libc.so.6", "start_thread")}
+	holding := []symbolize.StackFrame{fr("libc.so.6", "clock_nanosleep"), fr("libc.so.6", "nanosleep"), fr("server", "slow_flush"), fr("server", "post_entry"), fr("server", "worker_loop")}
+	idle := []symbolize.StackFrame{fr("libc.so.6", "epoll_wait"), fr("server", "event_loop")}
 	a := New()
 	for i := 0; i < 4; i++ {
 		th := []procfs.Thread{
@@ -61,7 +62,7 @@ func TestNativeStacksInLocksFindingsAndStackTable(t *testing.T) {
 		s := liveSnap(i, th)
 		s.Futexes = []procfs.FutexWait{{
 			Address: 0x55550000a040, Kind: procfs.FutexLock, Op: "FUTEX_WAIT_PRIVATE", Value: 2, TIDs: []int{1, 2},
-			Location: procfs.Location{Address: 0x55550000a040, Module: "server", Offset: 0x4040, Symbol: "log_lock", SymbolSize: 40},
+			Location: symbolize.Location{Address: 0x55550000a040, Module: "server", Offset: 0x4040, Symbol: "log_lock", SymbolSize: 40},
 			Holder:   &procfs.LockHolder{Lock: "mutex", TID: 3},
 		}}
 		a.Add(s)

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/internal/testservers"
 )
 
@@ -473,7 +474,7 @@ type blockedThread struct {
 	nr     int
 	args   [6]uint64
 	sp, pc uint64
-	stack  []procfs.StackFrame
+	stack  []symbolize.StackFrame
 }
 
 // compareWithGDB unwinds the threads of pid blocked in a system call with
@@ -495,7 +496,7 @@ func compareWithGDB(t *testing.T, pid int, sites map[string]bool) {
 	compared, matched := 0, 0
 	siteSeen := false
 	for attempt := 1; attempt <= 6 && !(waiter && idle && siteSeen); attempt++ {
-		u := fs.NewUnwinder(pid)
+		u := symbolize.NewUnwinder(fs.Target(pid))
 		mem := fs.NewMemReader(pid)
 		before := map[int]blockedThread{}
 		for _, tid := range taskIDs(pid) {
@@ -504,7 +505,7 @@ func compareWithGDB(t *testing.T, pid int, sites map[string]bool) {
 			if !ok || runs == "" {
 				continue
 			}
-			st := u.Unwind(procfs.Regs{PC: pc, SP: sp}, mem, procfs.MaxStackFrames)
+			st := u.Unwind(symbolize.Regs{PC: pc, SP: sp}, mem, symbolize.MaxStackFrames)
 			// The thread must not have run while it was unwound: the
 			// same system call at the same place is not enough, a waiter
 			// on a hot lock leaves and comes back to it (its stack read
@@ -609,7 +610,7 @@ func moduleBase(t *testing.T, pid int, name string) uint64 {
 // unwinder names a function, gdb names it too (libc's debug symbols give
 // gdb its internal names, "__GI___nanosleep" for "nanosleep"; a stripped
 // memcached gives it "??").
-func diffStacks(ours []procfs.StackFrame, gdb []gdbFrame, pc uint64) string {
+func diffStacks(ours []symbolize.StackFrame, gdb []gdbFrame, pc uint64) string {
 	if len(ours) == 0 {
 		return "no frames unwound"
 	}
@@ -643,7 +644,7 @@ func diffStacks(ours []procfs.StackFrame, gdb []gdbFrame, pc uint64) string {
 	return ""
 }
 
-func frameNames(st []procfs.StackFrame) string {
+func frameNames(st []symbolize.StackFrame) string {
 	var n []string
 	for _, f := range st {
 		n = append(n, fmt.Sprintf("%s@%#x", f.Name(), f.PC))

@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/ctprof/ctprof/internal/debuginfod"
-	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/self"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/spf13/cobra"
 )
 
@@ -158,11 +158,11 @@ func startDebuginfod() func() {
 	if !ok {
 		return func() {}
 	}
-	o.Verify = procfs.VerifyDebugFile
+	o.Verify = symbolize.VerifyDebugFile
 	c := debuginfod.New(o)
-	procfs.SetDebuginfod(c)
+	symbolize.SetDebuginfod(c)
 	return func() {
-		procfs.SetDebuginfod(nil)
+		symbolize.SetDebuginfod(nil)
 		c.Close()
 	}
 }

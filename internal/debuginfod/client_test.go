@@ -18,7 +18,7 @@ import (
 const testID = "0123456789abcdef0123456789abcdef01234567"
 
 // verifyPrefix accepts a file that begins with "debug file of <id>", as a
-// stand-in for the ELF build-id check procfs.VerifyDebugFile makes.
+// stand-in for the ELF build-id check symbolize.VerifyDebugFile makes.
 func verifyPrefix(p, id string) error {
 	b, err := os.ReadFile(p)
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // Errno values a futex(2) exit returns, negated (asm-generic/errno*.h
@@ -123,7 +123,7 @@ func (a *aggregate) complete(tid int, e pendingCall, ret int64, d time.Duration)
 
 // stack keeps a stack sample for addr while the futex has fewer than
 // maxStacks.
-func (a *aggregate) stack(w word, pid, tid int, regs procfs.Regs, stack []byte) {
+func (a *aggregate) stack(w word, pid, tid int, regs symbolize.Regs, stack []byte) {
 	acc := a.acc(w, pid)
 	if len(acc.f.Stacks) >= a.maxStacks {
 		return

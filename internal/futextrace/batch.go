@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // Futex operations without their flags (linux/futex.h) that block.
@@ -142,17 +142,17 @@ func Quantile(sorted []time.Duration, q float64) time.Duration {
 }
 
 // Stack is one waiter's user registers and a copy of its stack at the
-// futex call's entry, for procfs.Unwinder.Unwind(s.Regs, s.Memory, max).
+// futex call's entry, for symbolize.Unwinder.Unwind(s.Regs, s.Memory, max).
 type Stack struct {
 	// PID is the waiter's process, TID the waiter.
 	PID    int
 	TID    int
-	Regs   procfs.Regs
+	Regs   symbolize.Regs
 	Memory *StackCopy
 }
 
 // StackCopy is the stack bytes a perf sample copied from SP upwards; it
-// is a procfs.StackMemory.
+// is a symbolize.StackMemory.
 type StackCopy struct {
 	SP   uint64
 	Data []byte
@@ -172,7 +172,7 @@ func (s *StackCopy) ReadStack(addr uint64, b []byte) bool {
 	return true
 }
 
-var _ procfs.StackMemory = (*StackCopy)(nil)
+var _ symbolize.StackMemory = (*StackCopy)(nil)
 
 // InProgress is a traced call that had not returned when the Batch was
 // taken.

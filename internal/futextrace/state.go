@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"golang.org/x/sys/unix"
 )
 
@@ -483,6 +483,6 @@ func (s *state) stack(th *thread, r record) {
 	if ok && !s.kernelFilter && !blocking(op) {
 		return
 	}
-	regs := procfs.Regs{PC: r.regs[userRegs.pc], SP: r.regs[userRegs.sp], BP: r.regs[userRegs.bp], HaveBP: true}
+	regs := symbolize.Regs{PC: r.regs[userRegs.pc], SP: r.regs[userRegs.sp], BP: r.regs[userRegs.bp], HaveBP: true}
 	s.agg.stack(wordOf(int(r.pid), uaddr, op), int(r.pid), th.tid, regs, r.stack)
 }

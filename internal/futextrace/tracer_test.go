@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
 
@@ -171,7 +172,7 @@ func checkStacks(t *testing.T, pid int, f *Futex) {
 	t.Helper()
 	require.NotEmpty(t, f.Stacks, "no stack sample on the counted word")
 	maps := readMaps(t, pid)
-	u := procfs.NewFS("/proc").NewUnwinder(pid)
+	u := symbolize.NewUnwinder(procfs.NewFS("/proc").Target(pid))
 	defer u.Close()
 	for i, s := range f.Stacks {
 		assert.True(t, maps.exec(s.Regs.PC), "PC %#x in no executable mapping", s.Regs.PC)
@@ -180,7 +181,7 @@ func checkStacks(t *testing.T, pid int, f *Futex) {
 		assert.True(t, s.Memory.ReadStack(s.Regs.SP, w[:]))
 		assert.False(t, s.Memory.ReadStack(s.Regs.SP-8, w[:]))
 		assert.False(t, s.Memory.ReadStack(s.Regs.SP+uint64(len(s.Memory.Data))-4, w[:]))
-		frames := u.Unwind(s.Regs, s.Memory, procfs.MaxStackFrames)
+		frames := u.Unwind(s.Regs, s.Memory, symbolize.MaxStackFrames)
 		if len(frames) == 0 {
 			t.Logf("the unwinder gave no frames (not landed yet?)")
 			continue

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"golang.org/x/sys/unix"
 )
 
@@ -68,7 +69,7 @@ type Thread struct {
 	FutexKind procfs.FutexKind
 	// Stack is its unwound user stack, innermost first; nil when not
 	// unwound (no permission, or it woke while being read).
-	Stack []procfs.StackFrame
+	Stack []symbolize.StackFrame
 	// FromJava says the stack is a JVM thread's native part, cut where it
 	// returns into Java code: the native code runs inside the Java
 	// thread's work, not as a loop of its own.

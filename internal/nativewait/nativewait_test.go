@@ -9,15 +9,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // stack builds a stack innermost first from "module:function" items
 // ("module:" alone is an unnamed frame of that module).
-func stack(items ...string) []procfs.StackFrame {
-	out := make([]procfs.StackFrame, len(items))
+func stack(items ...string) []symbolize.StackFrame {
+	out := make([]symbolize.StackFrame, len(items))
 	for i, it := range items {
 		m, fn, _ := strings.Cut(it, ":")
-		out[i] = procfs.StackFrame{PC: uint64(0x1000 + i), Module: m, Function: fn, Offset: uint64(0x40 * (i + 1))}
+		out[i] = symbolize.StackFrame{PC: uint64(0x1000 + i), Module: m, Function: fn, Offset: uint64(0x40 * (i + 1))}
 		if off, ok := strings.CutPrefix(fn, "+0x"); ok {
 			// "module:+0x1234": an unnamed frame at that offset.
 			v, _ := strconv.ParseUint(off, 16, 64)
@@ -34,11 +35,11 @@ var (
 	mainStart   = []string{"libc.so.6:__libc_start_call_main", "libc.so.6:__libc_start_main", "app:_start"}
 )
 
-func with(top []string, bottom []string) []procfs.StackFrame {
+func with(top []string, bottom []string) []symbolize.StackFrame {
 	return stack(append(append([]string{}, top...), bottom...)...)
 }
 
-func futexWait(kind procfs.FutexKind, st []procfs.StackFrame) Thread {
+func futexWait(kind procfs.FutexKind, st []symbolize.StackFrame) Thread {
 	return Thread{State: 'S', Syscall: unix.SYS_FUTEX, FutexKind: kind, Stack: st}
 }
 
@@ -247,7 +248,7 @@ func TestOwnEventSets(t *testing.T) {
 		"postgres:XactLockTableWait", "postgres:heap_update", "postgres:ExecUpdate", "postgres:standard_ExecutorRun", "postgres:PortalRun"), pgMain...), mainStart)
 	clientRead := with(append([]string{"libc.so.6:epoll_wait", "postgres:WaitEventSetWait", "postgres:secure_read", "postgres:pq_recvbuf", "postgres:pq_getbyte"}, pgMain...), mainStart)
 	bgWriter := with(append(append([]string{}, latch...), "postgres:BackgroundWriterMain", "postgres:AuxiliaryProcessMain", "postgres:+0x3ec0a13", "postgres:PostmasterMain", "postgres:main"), mainStart)
-	epoll := func(ev procfs.EventSet, timeout int32, st []procfs.StackFrame) Thread {
+	epoll := func(ev procfs.EventSet, timeout int32, st []symbolize.StackFrame) Thread {
 		return Thread{State: 'S', Syscall: unix.SYS_EPOLL_WAIT, Args: [5]uint64{8, 0x55e9, 1, uint64(uint32(timeout))}, Events: ev, Stack: st}
 	}
 	tests := []struct {

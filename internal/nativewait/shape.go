@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // shape is what the rule reads of one unwound stack.
@@ -86,7 +86,7 @@ func inRuntimeNamespace(fn string) bool {
 
 // machineryKind says whether f is waiting machinery and, when its name
 // tells, the primitive's kind.
-func machineryKind(f procfs.StackFrame) (bool, Kind) {
+func machineryKind(f symbolize.StackFrame) (bool, Kind) {
 	name := qualifiedName(f.Function)
 	k := primitiveKind(name)
 	if isRuntimeModule(f.Module) || inRuntimeNamespace(name) {
@@ -198,7 +198,7 @@ var threadEntries = map[string]bool{
 // its loop: the runtime's (clone, start_thread, __libc_start_main,
 // std::thread's trampoline) and the C runtime's entry _start, which is
 // linked into the program.
-func isPlumbing(f procfs.StackFrame) bool {
+func isPlumbing(f symbolize.StackFrame) bool {
 	if isRuntimeModule(f.Module) || inRuntimeNamespace(qualifiedName(f.Function)) {
 		return true
 	}
@@ -207,7 +207,7 @@ func isPlumbing(f procfs.StackFrame) bool {
 
 // readShape applies the rule to a stack, innermost frame first; tr are
 // the process's known trampolines (nil: none).
-func readShape(st []procfs.StackFrame, tr *Trampolines) shape {
+func readShape(st []symbolize.StackFrame, tr *Trampolines) shape {
 	s := shape{ok: true}
 	// The top: the waiting machinery.
 	// The kind is the outermost primitive the machinery names: the one
@@ -311,7 +311,7 @@ const maxWaitingRun = 4
 // primitive: it returns how many frames that is (the primitive's
 // included) and the primitive's kind, or 0 when the run of waiting frames
 // ends elsewhere.
-func waitingRun(st []procfs.StackFrame) (int, Kind) {
+func waitingRun(st []symbolize.StackFrame) (int, Kind) {
 	for i := 0; i < len(st) && i <= maxWaitingRun; i++ {
 		name := qualifiedName(st[i].Function)
 		if k := primitiveKind(name); k != "" {
@@ -335,7 +335,7 @@ func hasWord(name, word string) bool {
 
 // oneClass reports frames whose functions all belong to one C++ class
 // (or namespace); free functions and unnamed frames have none.
-func oneClass(fs []procfs.StackFrame) bool {
+func oneClass(fs []symbolize.StackFrame) bool {
 	first := ""
 	for i, f := range fs {
 		sc := scope(qualifiedName(f.Function))
@@ -353,7 +353,7 @@ func oneClass(fs []procfs.StackFrame) bool {
 
 // JoinFrames names frames innermost first, each with its caller after an
 // arrow: "post_entry ← worker_loop".
-func JoinFrames(fs []procfs.StackFrame) string {
+func JoinFrames(fs []symbolize.StackFrame) string {
 	var b strings.Builder
 	for i, f := range fs {
 		if i > 0 {
@@ -367,7 +367,7 @@ func JoinFrames(fs []procfs.StackFrame) string {
 // Site is where a blocked thread's own code waits, by the rule's reading
 // of its stack (innermost first): the first frames of the program above
 // the waiting machinery; "" when the stack has no frame of the program.
-func Site(st []procfs.StackFrame) string {
+func Site(st []symbolize.StackFrame) string {
 	if len(st) == 0 {
 		return ""
 	}
@@ -394,7 +394,7 @@ type Trampolines struct {
 const maxTrampolineFrames = 4096
 
 // Note reads one thread's stack (innermost first).
-func (tr *Trampolines) Note(st []procfs.StackFrame) {
+func (tr *Trampolines) Note(st []symbolize.StackFrame) {
 	b := len(st) - 1
 	if b > 0 && st[b].Function == "" && threadEntries[st[b-1].Function] && !isPlumbing(st[b]) {
 		b--
@@ -427,7 +427,7 @@ func (tr *Trampolines) Note(st []procfs.StackFrame) {
 	}
 }
 
-func (tr *Trampolines) has(f procfs.StackFrame) bool {
+func (tr *Trampolines) has(f symbolize.StackFrame) bool {
 	if tr == nil || tr.Gen == 0 {
 		return false
 	}
@@ -439,7 +439,7 @@ func (tr *Trampolines) has(f procfs.StackFrame) bool {
 // the offset in it. A trampoline calls every start routine from one call
 // site; a function that calls different functions does so from different
 // ones.
-func callSite(f procfs.StackFrame) string {
+func callSite(f symbolize.StackFrame) string {
 	return f.Module + "|" + f.Function + "|" + strconv.FormatUint(f.Offset, 16)
 }
 

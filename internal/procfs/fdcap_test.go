@@ -78,7 +78,7 @@ func TestThreadsBeyondTheDescriptorCapAreCarriedOver(t *testing.T) {
 			assert.Equal(t, files["schedstat"]+others, r.open)
 
 			var carried []Thread
-			require.NoError(t, pollUntil(20*time.Second, func() error {
+			require.NoError(t, testnative.PollUntil(20*time.Second, func() error {
 				before := r.Reused()
 				carried, err = r.Read(nil)
 				if err != nil {
@@ -168,7 +168,7 @@ func TestParallelFirstSweepMatchesTheListing(t *testing.T) {
 	}
 	assert.Equal(t, held, r.open)
 
-	require.NoError(t, pollUntil(20*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(20*time.Second, func() error {
 		before := r.Reused()
 		again, err := r.Read(nil)
 		if err != nil {

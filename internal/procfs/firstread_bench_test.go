@@ -1,16 +1,11 @@
 package procfs
 
 import (
-	"debug/elf"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
 
@@ -122,121 +117,5 @@ func BenchmarkFirstSweep(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/thread")
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/thread")
 		})
-	}
-}
-
-// libjvms are the libjvm.so of the JDKs the tests use.
-func libjvms(b *testing.B) map[string]string {
-	return map[string]string{
-		"jdk17": filepath.Join(testjvm.JDK17(b).Home, "lib", "server", "libjvm.so"),
-		"jdk25": filepath.Join(testjvm.JDK25(b).Home, "lib", "server", "libjvm.so"),
-	}
-}
-
-// BenchmarkLoadSymbols loads the data symbols of OpenJDK 17's and Temurin
-// 25's libjvm.so as the symbolizer does ("lazy": the symbol table through
-// a small buffer, no names), and, in the same run, the way it did before
-// ("eager": both sections read whole, every name a string) and debug/elf's
-// Symbols and DynamicSymbols.
-//
-//	go test -run '^$' -bench LoadSymbols -benchmem -count 3 ./internal/procfs/
-func BenchmarkLoadSymbols(b *testing.B) {
-	for _, jdk := range []string{"jdk17", "jdk25"} {
-		file, err := os.Open(libjvms(b)[jdk])
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer file.Close()
-		f, err := elf.NewFile(file)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(jdk+"/lazy", func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				loadSymbols(file, f, false)
-			}
-		})
-		b.Run(jdk+"/eager", func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				loadSymbolsEager(f)
-			}
-		})
-		b.Run(jdk+"/debug-elf-all", func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				syms, _ := f.Symbols()
-				dyn, _ := f.DynamicSymbols()
-				_ = append(syms, dyn...)
-			}
-		})
-	}
-}
-
-// BenchmarkFirstResolveLibjvm is what a one-shot of a JDK 25 JVM pays
-// after the dump to name the first futex in libjvm.so (HotSpot's mutexes
-// live in its data): a fresh Symbolizer, prepared as the sampler prepares
-// it during the dump, resolves one address in Threads_lock's storage,
-// which loads libjvm.so's symbols. The JVM is started by the benchmark.
-//
-//	go test -run '^$' -bench FirstResolveLibjvm -benchmem -count 3 ./internal/procfs/
-func BenchmarkFirstResolveLibjvm(b *testing.B) {
-	const symbol = "_ZZ10mutex_initvE20Threads_lock_storage"
-	p := testjvm.Start(b, testjvm.JDK25(b), "ManyThreads", "20")
-	fs := NewFS("/proc")
-	maps, err := fs.Maps(p.PID)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var first Mapping
-	for _, m := range maps {
-		if strings.HasSuffix(m.Path, "/libjvm.so") {
-			first = m
-			break
-		}
-	}
-	if first.Path == "" {
-		b.Fatal("no libjvm.so mapped")
-	}
-	file, err := os.Open(first.Path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := elf.NewFile(file)
-	if err != nil {
-		b.Fatal(err)
-	}
-	syms, err := f.Symbols()
-	file.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var value uint64
-	for _, s := range syms {
-		if s.Name == symbol {
-			value = s.Value
-		}
-	}
-	if value == 0 {
-		b.Fatalf("no %s in %s", symbol, first.Path)
-	}
-	probe := fs.NewSymbolizer(p.PID)
-	addr := probe.module(first.Path, first).bias + value + 8
-	probe.Close()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		s := fs.NewSymbolizer(p.PID)
-		if err := s.Prepare(); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		l, err := s.Resolve(addr)
-		b.StopTimer()
-		if err != nil || l.Symbol != symbol || l.SymbolOffset != 8 {
-			b.Fatalf("%#x: %v %v", addr, l, err)
-		}
-		s.Close()
-		b.StartTimer()
 	}
 }

@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"cmp"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"slices"
 	"strconv"
 
@@ -26,7 +27,7 @@ const (
 type FutexWait struct {
 	Address uint64
 	// Location names the address; Location.Symbol is "" when it has none.
-	Location Location
+	Location symbolize.Location
 	Kind     FutexKind
 	// Op names the futex operation, e.g. "FUTEX_WAIT_PRIVATE".
 	Op   string
@@ -70,7 +71,7 @@ const (
 // FUTEX_WAIT_BITSET; PI mutexes use FUTEX_LOCK_PI. FUTEX_WAIT with another
 // value is some other protocol (the Go runtime parks idle threads that way):
 // unknown, unless the symbol's size says what the word belongs to.
-func classifyFutex(op, val uint64, loc Location) FutexKind {
+func classifyFutex(op, val uint64, loc symbolize.Location) FutexKind {
 	switch loc.SymbolSize {
 	case sizeofPthreadCond:
 		return FutexCondition
@@ -129,7 +130,7 @@ const sysFutex = unix.SYS_FUTEX
 // GroupFutexWaits groups the threads blocked in futex(2) by address and
 // names each address with sym (nil: unnamed). Groups come out with the most
 // waiters first.
-func GroupFutexWaits(threads []Thread, sym *Symbolizer) []FutexWait {
+func GroupFutexWaits(threads []Thread, sym *symbolize.Symbolizer) []FutexWait {
 	// One slice of waiters, grouped by sorting: a JVM parks each idle
 	// thread on its own address, so there are as many groups as threads,
 	// and a map entry and a slice per group would be most of the cost.
@@ -180,11 +181,11 @@ func GroupFutexWaits(threads []Thread, sym *Symbolizer) []FutexWait {
 		for ; j < len(ws) && ws[j].addr == ws[i].addr; j++ {
 			tids[j] = ws[j].tid
 		}
-		fw := FutexWait{Address: ws[i].addr, Op: futexOpName(ws[i].op), Value: ws[i].val, Timed: ws[i].timed, Location: Location{Address: ws[i].addr}, TIDs: tids[i:j:j]}
+		fw := FutexWait{Address: ws[i].addr, Op: futexOpName(ws[i].op), Value: ws[i].val, Timed: ws[i].timed, Location: symbolize.Location{Address: ws[i].addr}, TIDs: tids[i:j:j]}
 		if sym != nil {
-			if r, err := sym.resolveSpan(fw.Address); err == nil {
-				fw.Location = r.loc
-				if r.loc.Module == anonymousMemory && r.end > r.start {
+			if r, err := sym.ResolveRegion(fw.Address); err == nil {
+				fw.Location = r.Location
+				if r.PrivateAnonymous() {
 					fw.Location = stacks.name(threads, r, sym)
 				}
 			}
@@ -213,7 +214,7 @@ func TimedWait(t *Thread) bool {
 		return true
 	case unix.SYS_FUTEX:
 		cmd := a[1] & futexCmdMask
-		return (cmd == futexWait || cmd == futexWaitBitset) && a[3] != 0 && classifyFutex(a[1], a[2], Location{}) != FutexLock
+		return (cmd == futexWait || cmd == futexWaitBitset) && a[3] != 0 && classifyFutex(a[1], a[2], symbolize.Location{}) != FutexLock
 	case sysEpollWait, unix.SYS_EPOLL_PWAIT:
 		return shortTimeout(int32(a[3])) // timeout in ms; -1 waits forever
 	case sysPoll:
@@ -248,7 +249,7 @@ type stackPointer struct {
 // mapping's start) when a thread's stack pointer lies in its mapping, or
 // lay there at an earlier sweep (sym remembers it): the owner of a stack
 // runs now and then, and its futex must not change names when it does.
-func (so *stackOwners) name(threads []Thread, r resolved, sym *Symbolizer) Location {
+func (so *stackOwners) name(threads []Thread, r symbolize.Region, sym *symbolize.Symbolizer) symbolize.Location {
 	if so.sps == nil {
 		// Sorted once, searched per futex: a JVM parks thousands of
 		// threads, each on a futex of its own in anonymous memory.
@@ -261,16 +262,16 @@ func (so *stackOwners) name(threads []Thread, r resolved, sym *Symbolizer) Locat
 		slices.SortFunc(so.sps, func(a, b stackPointer) int { return cmp.Compare(a.sp, b.sp) })
 	}
 	tid := 0
-	i, _ := slices.BinarySearchFunc(so.sps, r.start, func(p stackPointer, start uint64) int { return cmp.Compare(p.sp, start) })
-	if i < len(so.sps) && so.sps[i].sp < r.end {
+	i, _ := slices.BinarySearchFunc(so.sps, r.Start, func(p stackPointer, start uint64) int { return cmp.Compare(p.sp, start) })
+	if i < len(so.sps) && so.sps[i].sp < r.End {
 		tid = so.sps[i].tid
 	}
 	if tid != 0 {
-		sym.noteStack(r.start, tid)
-	} else if tid = sym.stacks[r.start]; tid == 0 {
-		return r.loc
+		sym.NoteStack(r.Start, tid)
+	} else if tid = sym.StackOwner(r.Start); tid == 0 {
+		return r.Location
 	}
-	l := r.loc
+	l := r.Location
 	l.Module = "[stack:" + strconv.Itoa(tid) + "]"
 	return l
 }
@@ -280,7 +281,7 @@ func (so *stackOwners) name(threads []Thread, r resolved, sym *Symbolizer) Locat
 // as the sweep classes the waits it sees (a lock, a condition, unknown);
 // the exact-wait tracer classes the calls it counted the same way. It
 // returns "" for an operation that does not block.
-func ClassifyFutex(op, val uint64, loc Location) FutexKind {
+func ClassifyFutex(op, val uint64, loc symbolize.Location) FutexKind {
 	switch op & futexCmdMask {
 	case futexWait, futexWaitBitset, futexLockPI, futexLockPI2, futexWaitRequeuePI:
 		return classifyFutex(op, val, loc)
@@ -299,23 +300,23 @@ func FutexOpName(op uint64) string { return futexOpName(op) }
 // those the sweep saw have one name.
 type FutexNamer struct {
 	threads []Thread
-	sym     *Symbolizer
+	sym     *symbolize.Symbolizer
 	stacks  stackOwners
 }
 
 // NewFutexNamer names addresses of sym's process; threads are the sweep's.
-func NewFutexNamer(threads []Thread, sym *Symbolizer) *FutexNamer {
+func NewFutexNamer(threads []Thread, sym *symbolize.Symbolizer) *FutexNamer {
 	return &FutexNamer{threads: threads, sym: sym}
 }
 
 // Name names addr.
-func (n *FutexNamer) Name(addr uint64) Location {
-	r, err := n.sym.resolveSpan(addr)
+func (n *FutexNamer) Name(addr uint64) symbolize.Location {
+	r, err := n.sym.ResolveRegion(addr)
 	if err != nil {
-		return Location{Address: addr}
+		return symbolize.Location{Address: addr}
 	}
-	if r.loc.Module == anonymousMemory && r.end > r.start {
+	if r.PrivateAnonymous() {
 		return n.stacks.name(n.threads, r, n.sym)
 	}
-	return r.loc
+	return r.Location
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"runtime"
 	"slices"
+
+	"golang.org/x/sys/unix"
 )
 
 // LockHolder is what a glibc lock's own memory says of it: which thread
@@ -309,4 +311,43 @@ func (r *MemReader) condition(addr uint64) *LockHolder {
 		return nil
 	}
 	return &LockHolder{Lock: "condition variable", Waiters: int(binary.LittleEndian.Uint32(b) >> condWRefsShift)}
+}
+
+// ReadStack reads len(b) bytes of the process's memory at addr through
+// /proc/<pid>/mem; false when they cannot be read (an unmapped address, a
+// process gone, no permission). MemReader is a StackMemory.
+func (r *MemReader) ReadStack(addr uint64, b []byte) bool {
+	if r == nil || !r.open() || addr > 1<<63 {
+		return false
+	}
+	got, err := unix.Pread(int(r.file.Fd()), b, int64(addr))
+	if err != nil || got != len(b) {
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+			r.denied = true
+			r.Close()
+		}
+		return false
+	}
+	return true
+}
+
+// open opens /proc/<pid>/mem on first use; false when it cannot be.
+func (r *MemReader) open() bool {
+	if r.file != nil {
+		return true
+	}
+	if r.denied || r.failed {
+		return false
+	}
+	f, err := os.Open(r.fs.pidPath(r.pid, "mem"))
+	if err != nil {
+		if errors.Is(err, os.ErrPermission) {
+			r.denied = true
+		} else {
+			r.failed = true
+		}
+		return false
+	}
+	r.file = f
+	return true
 }

@@ -42,7 +42,7 @@ func TestIdleThreadsReadLessOftenStayExact(t *testing.T) {
 	// Idle threads are left out once idle on idleSkipAfter reads: then
 	// each sweep leaves out about (idleStride-1)/idleStride of them.
 	var threads []Thread
-	require.NoError(t, pollUntil(30*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(30*time.Second, func() error {
 		before := r.Skipped()
 		threads, err = r.Read(threads[:0])
 		if err != nil {
@@ -79,7 +79,7 @@ func TestIdleThreadsReadLessOftenStayExact(t *testing.T) {
 	settled := func() Thread {
 		t.Helper()
 		var last Thread
-		require.NoError(t, pollUntil(10*time.Second, func() error {
+		require.NoError(t, testnative.PollUntil(10*time.Second, func() error {
 			now, ok := find(readThreads(t, p.PID), waker)
 			if !ok {
 				return fmt.Errorf("no waker")
@@ -119,7 +119,7 @@ func TestIdleThreadsReadLessOftenStayExact(t *testing.T) {
 
 	// Again, with a Final sweep: it shows at once. The waker is idle
 	// again first (left out of sweeps), so the Final sweep is what reads it.
-	require.NoError(t, pollUntil(30*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(30*time.Second, func() error {
 		b := r.Skipped()
 		threads, err = r.Read(threads[:0])
 		if err != nil {
@@ -150,7 +150,7 @@ func TestIdleThreadsReadLessOftenStayExact(t *testing.T) {
 	require.True(t, ok)
 	require.NoError(t, syscall.Kill(p.PID, syscall.SIGUSR2))
 	p.WaitOutput(t, 30*time.Second, "LEFT 1")
-	require.NoError(t, pollUntil(10*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(10*time.Second, func() error {
 		if _, err := NewFS("/proc").readFile(fmt.Sprintf("/proc/%d/task/%d/stat", p.PID, leaver)); err == nil {
 			return fmt.Errorf("the leaver is not reaped yet")
 		}

@@ -3,6 +3,7 @@ package procfs
 import (
 	"errors"
 	"fmt"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"net"
 	"os"
 	"runtime"
@@ -18,20 +19,6 @@ import (
 
 	"github.com/ctprof/ctprof/internal/testnative"
 )
-
-// pollUntil retries fn until it returns nil or the deadline passes, and
-// returns the last error. The machines are small and shared: conditions
-// are waited for, never assumed after a fixed sleep.
-func pollUntil(timeout time.Duration, fn func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 func readThreads(t *testing.T, pid int) []Thread {
 	t.Helper()
@@ -50,10 +37,10 @@ func TestFutexHotspotNamesTheMutexAndSetsConditionsApart(t *testing.T) {
 	r, err := fs.NewThreadReader(p.PID)
 	require.NoError(t, err)
 	defer r.Close()
-	sym := fs.NewSymbolizer(p.PID)
+	sym := symbolize.NewSymbolizer(fs.Target(p.PID))
 
 	var lock, cond *FutexWait
-	err = pollUntil(30*time.Second, func() error {
+	err = testnative.PollUntil(30*time.Second, func() error {
 		threads, err := r.Read(nil)
 		if err != nil {
 			return err
@@ -103,7 +90,7 @@ func TestThreadReaderSeesThousandsOfThreads(t *testing.T) {
 	// READY comes once every thread started; on a loaded machine some may
 	// not have reached their sleep yet: wait until they all have.
 	var threads []Thread
-	require.NoError(t, pollUntil(30*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(30*time.Second, func() error {
 		threads = readThreads(t, p.PID)
 		for _, th := range threads {
 			if strings.HasPrefix(th.Name, "sleeper-") && !th.Sleeping() {
@@ -231,7 +218,7 @@ func TestConnectionsOfALoopbackServer(t *testing.T) {
 	}
 	fs := NewFS("/proc")
 	var c *Connections
-	require.NoError(t, pollUntil(20*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(20*time.Second, func() error {
 		c, err = fs.Connections(p.PID, 0)
 		if err != nil {
 			return err
@@ -273,7 +260,7 @@ func TestHost(t *testing.T) {
 	assert.Positive(t, h1.ContextSwitches)
 	// The load averages as gopsutil reads them (two reads may straddle
 	// the kernel's update, every 5 s).
-	require.NoError(t, pollUntil(20*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(20*time.Second, func() error {
 		h, err := NewFS("/proc").Host()
 		if err != nil {
 			return err
@@ -287,7 +274,7 @@ func TestHost(t *testing.T) {
 		}
 		return nil
 	}))
-	require.NoError(t, pollUntil(10*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(10*time.Second, func() error {
 		h2, err := NewFS("/proc").Host()
 		if err != nil {
 			return err
@@ -312,7 +299,7 @@ func TestCountersAdvanceThroughCachedFiles(t *testing.T) {
 	for _, th := range first {
 		before[th.TID] = th
 	}
-	require.NoError(t, pollUntil(20*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(20*time.Second, func() error {
 		now, err := r.Read(nil)
 		if err != nil {
 			return err
@@ -345,7 +332,7 @@ func TestConnectionsNetlinkAgreesWithProc(t *testing.T) {
 	fs := NewFS("/proc")
 	require.True(t, fs.sameNetNS(p.PID))
 	var viaNetlink *Connections
-	require.NoError(t, pollUntil(20*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(20*time.Second, func() error {
 		var err error
 		viaNetlink, err = fs.Connections(p.PID, 0)
 		if err != nil {
@@ -382,7 +369,7 @@ func TestIdleThreadsAreCarriedOverExactly(t *testing.T) {
 	require.Zero(t, r.Reused(), "the first sweep reads every file")
 
 	var carried []Thread
-	require.NoError(t, pollUntil(20*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(20*time.Second, func() error {
 		before := r.Reused()
 		carried, err = r.Read(nil)
 		if err != nil {
@@ -420,7 +407,7 @@ func TestIdleThreadsAreCarriedOverExactly(t *testing.T) {
 	rb, err := NewFS("/proc").NewThreadReader(busy.PID)
 	require.NoError(t, err)
 	defer rb.Close()
-	require.NoError(t, pollUntil(20*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(20*time.Second, func() error {
 		th, err := rb.Read(nil)
 		if err != nil {
 			return err

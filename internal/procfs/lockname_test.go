@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctprof/ctprof/internal/symbolize"
+	"github.com/ctprof/ctprof/internal/testnative"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
-
-	"github.com/ctprof/ctprof/internal/testnative"
 )
 
 // convoyGroups are lock_convoy's thread groups, each queued on a mutex in
@@ -38,12 +38,12 @@ func sampleConvoy(t *testing.T, p *testnative.Process) convoySample {
 	r, err := fs.NewThreadReader(p.PID)
 	require.NoError(t, err)
 	defer r.Close()
-	sym := fs.NewSymbolizer(p.PID)
+	sym := symbolize.NewSymbolizer(fs.Target(p.PID))
 	defer sym.Close()
 	mem := fs.NewMemReader(p.PID)
 	defer mem.Close()
 	var cs convoySample
-	err = pollUntil(30*time.Second, func() error {
+	err = testnative.PollUntil(30*time.Second, func() error {
 		threads, err := r.Read(nil)
 		if err != nil {
 			return err
@@ -216,12 +216,12 @@ func TestStdMutexNamedDemangled(t *testing.T) {
 	r, err := fs.NewThreadReader(p.PID)
 	require.NoError(t, err)
 	defer r.Close()
-	sym := fs.NewSymbolizer(p.PID)
+	sym := symbolize.NewSymbolizer(fs.Target(p.PID))
 	defer sym.Close()
 	mem := fs.NewMemReader(p.PID)
 	defer mem.Close()
 	var lock *FutexWait
-	require.NoError(t, pollUntil(30*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(30*time.Second, func() error {
 		threads, err := r.Read(nil)
 		if err != nil {
 			return err
@@ -243,17 +243,6 @@ func TestStdMutexNamedDemangled(t *testing.T) {
 	assert.Equal(t, "mutex", lock.Holder.Lock)
 }
 
-// Demangling leaves C names and refused input alone, and bounds what it
-// is given: a symbol name is the target's.
-func TestDemangleSymbol(t *testing.T) {
-	assert.Equal(t, "queue::lock", demangleSymbol("_ZN5queue4lockE"))
-	assert.Equal(t, "main::m", demangleSymbol("_ZZ4mainE1m"))
-	assert.Equal(t, "global_lock", demangleSymbol("global_lock"))
-	assert.Equal(t, "_Zgarbage", demangleSymbol("_Zgarbage"))
-	long := "_ZN" + strings.Repeat("4abcd", 400) + "E"
-	assert.Equal(t, long, demangleSymbol(long), "too long to demangle: left as it is")
-}
-
 // The stack pointer and program counter of a blocked thread are read
 // from its syscall file.
 func TestParseSyscallStackPointer(t *testing.T) {
@@ -265,13 +254,4 @@ func TestParseSyscallStackPointer(t *testing.T) {
 	assert.Equal(t, uint64(0x7f00abcd), th.SyscallPC)
 	parseSyscall([]byte("running\n"), &th)
 	assert.Zero(t, th.SyscallSP)
-}
-
-// The name of an address no mapping held is the address; the short name
-// drops the module's part only when a symbol names the address.
-func TestLocationShortName(t *testing.T) {
-	assert.Equal(t, "0x7f0012340", Location{Address: 0x7f0012340}.String())
-	assert.Equal(t, "contended_mutex", Location{Module: "app", Offset: 0x4160, Symbol: "contended_mutex"}.ShortName())
-	assert.Equal(t, "work_ready+0x28", Location{Module: "app", Offset: 0x4108, Symbol: "work_ready", SymbolOffset: 0x28}.ShortName())
-	assert.Equal(t, "[heap]+0x10", Location{Module: "[heap]", Offset: 0x10}.ShortName())
 }

@@ -4,36 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"strings"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
-// Mapping is one line of /proc/<pid>/maps.
-type Mapping struct {
-	Start, End uint64
-	Perms      string
-	Offset     uint64
-	// DevMajor and DevMinor name the device of a mapped file, Inode its
-	// inode: together they tell whether a file opened later is the one
-	// mapped (see openMapped).
-	DevMajor, DevMinor uint32
-	Inode              uint64
-	// Path is the mapped file as the target sees it, a pseudo name such as
-	// "[heap]" or "[stack]", or "" for anonymous memory.
-	Path string
-}
-
-// Deleted reports a file that was deleted after it was mapped.
-func (m Mapping) Deleted() bool { return strings.HasSuffix(m.Path, " (deleted)") }
-
-// Shared reports a shared mapping (MAP_SHARED): memory other processes
-// may map too, never a binary's image.
-func (m Mapping) Shared() bool { return len(m.Perms) == 4 && m.Perms[3] == 's' }
-
-// FileBacked reports whether the mapping maps a file.
-func (m Mapping) FileBacked() bool { return m.Inode != 0 && strings.HasPrefix(m.Path, "/") }
-
 // Maps reads /proc/<pid>/maps.
-func (f FS) Maps(pid int) ([]Mapping, error) {
+func (f FS) Maps(pid int) ([]symbolize.Mapping, error) {
 	path := f.pidPath(pid, "maps")
 	b, err := f.readFile(path)
 	if err != nil {
@@ -42,8 +17,8 @@ func (f FS) Maps(pid int) ([]Mapping, error) {
 	return parseMaps(b)
 }
 
-func parseMaps(b []byte) ([]Mapping, error) {
-	var out []Mapping
+func parseMaps(b []byte) ([]symbolize.Mapping, error) {
+	var out []symbolize.Mapping
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	line := 0
@@ -59,8 +34,8 @@ func parseMaps(b []byte) ([]Mapping, error) {
 }
 
 // parseMapsLine parses "start-end perms offset dev inode   path".
-func parseMapsLine(l []byte) (Mapping, bool) {
-	var m Mapping
+func parseMapsLine(l []byte) (symbolize.Mapping, bool) {
+	var m symbolize.Mapping
 	fields := [5][]byte{}
 	rest := l
 	for i := 0; i < 5; i++ {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/ctprof/ctprof/internal/testnative"
 	"net"
 	"os"
 	"os/exec"
@@ -207,7 +208,7 @@ func dialUnix(t *testing.T, path string, n int) {
 func pollUnixClients(t *testing.T, fs FS, pid, want int) *Connections {
 	t.Helper()
 	var c *Connections
-	require.NoError(t, pollUntil(20*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(20*time.Second, func() error {
 		var err error
 		c, err = fs.Connections(pid, 0)
 		if err != nil {

@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"testing"
 	"time"
 
@@ -105,7 +106,7 @@ func TestParseMaps(t *testing.T) {
 	maps, err := parseMaps([]byte(in))
 	require.NoError(t, err)
 	require.Len(t, maps, 5)
-	assert.Equal(t, Mapping{Start: 0x55adb7aca000, End: 0x55adb7acb000, Perms: "rw-p", Offset: 0x3000, DevMajor: 0xfe, DevMinor: 1, Inode: 1234, Path: "/tmp/app"}, maps[1])
+	assert.Equal(t, symbolize.Mapping{Start: 0x55adb7aca000, End: 0x55adb7acb000, Perms: "rw-p", Offset: 0x3000, DevMajor: 0xfe, DevMinor: 1, Inode: 1234, Path: "/tmp/app"}, maps[1])
 	assert.Equal(t, "", maps[2].Path)
 	assert.False(t, maps[2].FileBacked())
 	assert.Equal(t, "[heap]", maps[3].Path)
@@ -141,15 +142,15 @@ func TestClassifyFutex(t *testing.T) {
 	tests := []struct {
 		name    string
 		op, val uint64
-		loc     Location
+		loc     symbolize.Location
 		want    FutexKind
 	}{
-		{"glibc contended mutex", futexWait | futexPrivateFlag, 2, Location{}, FutexLock},
-		{"condition variable", futexWaitBitset | futexPrivateFlag | futexClockRealtime, 0, Location{}, FutexCondition},
-		{"PI mutex", futexLockPI, 0, Location{}, FutexLock},
-		{"other FUTEX_WAIT protocol", futexWait | futexPrivateFlag, 0, Location{}, FutexUnknown},
-		{"pthread_cond_t symbol decides", futexWait, 0, Location{Symbol: "cv", SymbolSize: 48, SymbolOffset: 8}, FutexCondition},
-		{"pthread_mutex_t symbol decides", futexWait, 1, Location{Symbol: "m", SymbolSize: 40}, FutexLock},
+		{"glibc contended mutex", futexWait | futexPrivateFlag, 2, symbolize.Location{}, FutexLock},
+		{"condition variable", futexWaitBitset | futexPrivateFlag | futexClockRealtime, 0, symbolize.Location{}, FutexCondition},
+		{"PI mutex", futexLockPI, 0, symbolize.Location{}, FutexLock},
+		{"other FUTEX_WAIT protocol", futexWait | futexPrivateFlag, 0, symbolize.Location{}, FutexUnknown},
+		{"pthread_cond_t symbol decides", futexWait, 0, symbolize.Location{Symbol: "cv", SymbolSize: 48, SymbolOffset: 8}, FutexCondition},
+		{"pthread_mutex_t symbol decides", futexWait, 1, symbolize.Location{Symbol: "m", SymbolSize: 40}, FutexLock},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,9 +162,9 @@ func TestClassifyFutex(t *testing.T) {
 }
 
 func TestLocationString(t *testing.T) {
-	assert.Equal(t, "contended_mutex (app+0x4160)", Location{Module: "app", Offset: 0x4160, Symbol: "contended_mutex"}.String())
-	assert.Equal(t, "work_ready+0x28 (app+0x4108)", Location{Module: "app", Offset: 0x4108, Symbol: "work_ready", SymbolOffset: 0x28}.String())
-	assert.Equal(t, "[heap]+0x10", Location{Module: "[heap]", Offset: 0x10}.String())
+	assert.Equal(t, "contended_mutex (app+0x4160)", symbolize.Location{Module: "app", Offset: 0x4160, Symbol: "contended_mutex"}.String())
+	assert.Equal(t, "work_ready+0x28 (app+0x4108)", symbolize.Location{Module: "app", Offset: 0x4108, Symbol: "work_ready", SymbolOffset: 0x28}.String())
+	assert.Equal(t, "[heap]+0x10", symbolize.Location{Module: "[heap]", Offset: 0x10}.String())
 }
 
 // Every parser here reads kernel text that a hostile or future kernel could

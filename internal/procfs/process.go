@@ -3,6 +3,7 @@ package procfs
 import (
 	"bytes"
 	"errors"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"os"
 	"strconv"
 	"strings"
@@ -116,7 +117,7 @@ type JVMLibraries struct {
 	HotSpot, OpenJ9 bool
 	// LibJVM is libjvm.so's first mapping (Path "" without one): a
 	// Symbolizer can load its symbols ahead (Symbolizer.Preload).
-	LibJVM Mapping
+	LibJVM symbolize.Mapping
 }
 
 // JVMLibraries says which JVM libraries pid maps. The kernel lists the
@@ -124,7 +125,7 @@ type JVMLibraries struct {
 // 80 files among 4,200 mappings); otherwise the maps text is searched.
 func (f FS) JVMLibraries(pid int) (JVMLibraries, error) {
 	var libs JVMLibraries
-	err := f.eachMappedFile(pid, func(m Mapping) bool {
+	err := f.eachMappedFile(pid, func(m symbolize.Mapping) bool {
 		libs.note(m)
 		return !libs.OpenJ9 // OpenJ9 maps both
 	})
@@ -134,7 +135,7 @@ func (f FS) JVMLibraries(pid int) (JVMLibraries, error) {
 	return f.jvmLibrariesInMapsText(pid)
 }
 
-func (libs *JVMLibraries) note(m Mapping) {
+func (libs *JVMLibraries) note(m symbolize.Mapping) {
 	if strings.Contains(m.Path, libHotSpot) {
 		if !libs.HotSpot {
 			libs.LibJVM = m

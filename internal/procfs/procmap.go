@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"errors"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"runtime"
 	"unsafe"
 
@@ -49,12 +50,12 @@ func (f FS) openMapsQuery(pid int) (*mapsQuery, error) {
 
 func (m *mapsQuery) Close() error { return unix.Close(m.fd) }
 
-// find asks for the mapping that covers addr or, with next, the first one
+// Find asks for the mapping that covers addr or, with next, the first one
 // at or after it; fileBacked skips anonymous mappings. ok is false when
 // there is none. The path is the kernel's name of the mapping: the file,
 // a pseudo name ("[heap]", "[anon:name]"), or "" for anonymous memory,
 // as in the maps text.
-func (m *mapsQuery) find(addr uint64, next, fileBacked bool) (Mapping, bool, error) {
+func (m *mapsQuery) Find(addr uint64, next, fileBacked bool) (symbolize.Mapping, bool, error) {
 	q := &m.q
 	*q = procmapQuery{size: uint64(unsafe.Sizeof(procmapQuery{})), queryAddr: addr}
 	if next {
@@ -70,15 +71,15 @@ func (m *mapsQuery) find(addr uint64, next, fileBacked bool) (Mapping, bool, err
 		switch e {
 		case 0:
 		case unix.ENOENT:
-			return Mapping{}, false, nil
+			return symbolize.Mapping{}, false, nil
 		case unix.ENOTTY, unix.EINVAL:
-			return Mapping{}, false, errNoProcmapQuery
+			return symbolize.Mapping{}, false, errNoProcmapQuery
 		case unix.EINTR:
 			continue
 		case unix.ESRCH:
-			return Mapping{}, false, ErrProcessGone
+			return symbolize.Mapping{}, false, ErrProcessGone
 		default:
-			return Mapping{}, false, e
+			return symbolize.Mapping{}, false, e
 		}
 		break
 	}
@@ -88,7 +89,7 @@ func (m *mapsQuery) find(addr uint64, next, fileBacked bool) (Mapping, bool, err
 	if n > 0 && m.name[n-1] == 0 {
 		n--
 	}
-	return Mapping{
+	return symbolize.Mapping{
 		Start: q.vmaStart, End: q.vmaEnd, Perms: vmaPerms[q.vmaFlags&0xf], Offset: q.vmaOffset,
 		DevMajor: q.devMajor, DevMinor: q.devMinor, Inode: q.inode, Path: string(m.name[:n]),
 	}, true, nil
@@ -120,14 +121,14 @@ var errNoProcmapQuery = errors.New("the kernel has no PROCMAP_QUERY")
 // address order, its path as the kernel names it (" (deleted)" appended
 // for a deleted file), until fn returns false. Opening the maps needs the
 // same rights as reading them.
-func (f FS) eachMappedFile(pid int, fn func(Mapping) bool) error {
+func (f FS) eachMappedFile(pid int, fn func(symbolize.Mapping) bool) error {
 	mq, err := f.openMapsQuery(pid)
 	if err != nil {
 		return err
 	}
 	defer mq.Close()
 	for addr := uint64(0); ; {
-		m, ok, err := mq.find(addr, true, true)
+		m, ok, err := mq.Find(addr, true, true)
 		if err != nil || !ok {
 			if errors.Is(err, ErrProcessGone) {
 				return classify(f.pidPath(pid, "maps"), unix.ESRCH)

@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"os"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // mappings each), a native process and ctprof's own.
 func TestMappedFilesMatchTheMapsText(t *testing.T) {
 	fs := NewFS("/proc")
-	if err := fs.eachMappedFile(os.Getpid(), func(Mapping) bool { return false }); err == errNoProcmapQuery {
+	if err := fs.eachMappedFile(os.Getpid(), func(symbolize.Mapping) bool { return false }); err == errNoProcmapQuery {
 		t.Skip("this kernel has no PROCMAP_QUERY (Linux 6.11); CheckJVM reads the maps text")
 	}
 	jvm := testjvm.Start(t, testjvm.JDK17(t), "ManyThreads", "300")
@@ -46,7 +47,7 @@ func TestMappedFilesMatchTheMapsText(t *testing.T) {
 					}
 				}
 				got = got[:0]
-				require.NoError(t, fs.eachMappedFile(tc.pid, func(m Mapping) bool {
+				require.NoError(t, fs.eachMappedFile(tc.pid, func(m symbolize.Mapping) bool {
 					got = append(got, m.Path)
 					return true
 				}))
@@ -75,100 +76,4 @@ func TestMappedFilesMatchTheMapsText(t *testing.T) {
 	}
 	_, err := fs.CheckJVM(1 << 22)
 	assert.ErrorIs(t, err, ErrProcessGone)
-}
-
-// Resolving through PROCMAP_QUERY must name every address as resolving
-// from the maps text does: the start, middle and last byte of every
-// mapping of a native process with data symbols (its mutex and condition
-// variable, its .bss) and of a JVM (libjvm.so's data, thread stacks,
-// the heap, anonymous memory).
-func TestResolveByQueryMatchesTheMapsText(t *testing.T) {
-	fs := NewFS("/proc")
-	if err := fs.eachMappedFile(os.Getpid(), func(Mapping) bool { return false }); err == errNoProcmapQuery {
-		t.Skip("this kernel has no PROCMAP_QUERY (Linux 6.11)")
-	}
-	native := testnative.Start(t, "mutex_contention", "2", "1", "3000")
-	jvm := testjvm.Start(t, testjvm.JDK17(t), "ManyThreads", "50")
-	for _, tc := range []struct {
-		name string
-		pid  int
-	}{{"native", native.PID}, {"JVM", jvm.PID}} {
-		t.Run(tc.name, func(t *testing.T) {
-			byQuery := fs.NewSymbolizer(tc.pid)
-			defer byQuery.Close()
-			require.NoError(t, byQuery.Prepare())
-			require.NotNil(t, byQuery.query, "PROCMAP_QUERY in use")
-			if tc.name == "JVM" {
-				// The sampler loads libjvm.so's symbols during the dump:
-				// addresses in it must then resolve as they would have.
-				libs, err := fs.JVMLibraries(tc.pid)
-				require.NoError(t, err)
-				byQuery.Preload(libs.LibJVM)
-				require.Contains(t, byQuery.modules, libs.LibJVM.Path)
-			}
-			fromText := fs.NewSymbolizer(tc.pid)
-			fromText.noQuery = true
-			require.NoError(t, fromText.Prepare())
-			require.Nil(t, fromText.query)
-
-			symbols := 0
-			for _, m := range fromText.maps {
-				if m.Path == "[vsyscall]" {
-					// The kernel's gate page: listed in the maps text but
-					// no mapping of the process's own, read-only code no
-					// futex lies in. PROCMAP_QUERY does not find it.
-					continue
-				}
-				for _, addr := range []uint64{m.Start, m.Start + (m.End-m.Start)/2, m.End - 1} {
-					want, err := fromText.Resolve(addr)
-					require.NoError(t, err)
-					got, err := byQuery.Resolve(addr)
-					require.NoError(t, err)
-					if !assert.Equal(t, want, got, "%#x in %+v", addr, m) {
-						return
-					}
-					if got.Symbol != "" {
-						symbols++
-					}
-				}
-			}
-			assert.Positive(t, symbols, "some addresses fall on data symbols")
-		})
-	}
-}
-
-// A target waiting on more addresses than queryBudget is served from the
-// maps text from then on, with the same answers.
-func TestManyAddressesTurnToTheMapsText(t *testing.T) {
-	fs := NewFS("/proc")
-	if err := fs.eachMappedFile(os.Getpid(), func(Mapping) bool { return false }); err == errNoProcmapQuery {
-		t.Skip("this kernel has no PROCMAP_QUERY (Linux 6.11)")
-	}
-	defer func(b int) { queryBudget = b }(queryBudget)
-	queryBudget = 10
-	p := testnative.Start(t, "many_threads", "30")
-	maps, err := fs.Maps(p.PID)
-	require.NoError(t, err)
-	sym := fs.NewSymbolizer(p.PID)
-	defer sym.Close()
-	fromText := fs.NewSymbolizer(p.PID)
-	fromText.noQuery = true
-	n := 0
-	for _, m := range maps {
-		if m.Path == "[vsyscall]" {
-			continue
-		}
-		if n == queryBudget {
-			assert.NotNil(t, sym.query, "queries until the budget is spent")
-		}
-		got, err := sym.Resolve(m.Start)
-		require.NoError(t, err)
-		want, err := fromText.Resolve(m.Start)
-		require.NoError(t, err)
-		assert.Equal(t, want, got)
-		n++
-	}
-	require.Greater(t, n, 2*queryBudget)
-	assert.Nil(t, sym.query, "the maps text serves past the budget")
-	assert.True(t, sym.noQuery)
 }

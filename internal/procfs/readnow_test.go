@@ -3,6 +3,7 @@ package procfs
 import (
 	"errors"
 	"fmt"
+	"github.com/ctprof/ctprof/internal/testnative"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -40,7 +41,7 @@ func TestReadNowSeesWhatAThreadDoesAfterTheSweep(t *testing.T) {
 	require.NoError(t, err)
 	defer r.Close()
 	var blocked Thread
-	require.NoError(t, pollUntil(20*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(20*time.Second, func() error {
 		threads, err := r.Read(nil)
 		if err != nil {
 			return err
@@ -58,7 +59,7 @@ func TestReadNowSeesWhatAThreadDoesAfterTheSweep(t *testing.T) {
 	_, err = unix.Write(pipe[1], []byte{1})
 	require.NoError(t, err)
 	now := blocked
-	require.NoError(t, pollUntil(20*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(20*time.Second, func() error {
 		now = blocked
 		if !r.ReadNow(&now) {
 			return errors.New("ReadNow failed")

@@ -2,6 +2,7 @@ package procfs
 
 import (
 	"fmt"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,13 +32,13 @@ func testRwlockWriterNamed(t *testing.T, stripped bool) {
 	r, err := fs.NewThreadReader(p.PID)
 	require.NoError(t, err)
 	defer r.Close()
-	sym := fs.NewSymbolizer(p.PID)
+	sym := symbolize.NewSymbolizer(fs.Target(p.PID))
 	defer sym.Close()
 	mem := fs.NewMemReader(p.PID)
 	defer mem.Close()
 	var seen []FutexWait
 	var names map[int]string
-	require.NoError(t, pollUntil(30*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(30*time.Second, func() error {
 		threads, err := r.Read(nil)
 		if err != nil {
 			return err
@@ -80,12 +81,12 @@ func TestStrippedConditionStaysACondition(t *testing.T) {
 	r, err := fs.NewThreadReader(p.PID)
 	require.NoError(t, err)
 	defer r.Close()
-	sym := fs.NewSymbolizer(p.PID)
+	sym := symbolize.NewSymbolizer(fs.Target(p.PID))
 	defer sym.Close()
 	mem := fs.NewMemReader(p.PID)
 	defer mem.Close()
 	var cond *FutexWait
-	require.NoError(t, pollUntil(30*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(30*time.Second, func() error {
 		threads, err := r.Read(nil)
 		if err != nil {
 			return err

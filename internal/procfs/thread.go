@@ -1,6 +1,10 @@
 package procfs
 
-import "time"
+import (
+	"time"
+
+	"github.com/ctprof/ctprof/internal/symbolize"
+)
 
 // Thread is one kernel thread of a process at one instant. Counters are
 // cumulative since the thread started.
@@ -52,7 +56,7 @@ type Thread struct {
 	// Stack is the thread's user stack, innermost frame first, unwound
 	// from SyscallPC and SyscallSP while it is blocked in a system call
 	// (Unwinder); nil when not unwound.
-	Stack []StackFrame
+	Stack []symbolize.StackFrame
 	// PID is the process the thread belongs to, when a sample covers a
 	// tree of processes; 0 in a sample of one process (its target's).
 	PID int
@@ -73,3 +77,17 @@ func (t *Thread) CPU() time.Duration { return t.UserCPU + t.SystemCPU }
 
 // Sleeping reports whether the thread is blocked (interruptibly or not).
 func (t *Thread) Sleeping() bool { return t.State == 'S' || t.State == 'D' }
+
+// UnwindBlocked sets the Stack of each thread blocked in a system call
+// whose stack pointer and program counter are known, and clears the
+// others'. It reads the target's maps once for the sweep.
+func UnwindBlocked(u *symbolize.Unwinder, threads []Thread, mem symbolize.StackMemory) {
+	u.ReadMaps()
+	for i := range threads {
+		t := &threads[i]
+		t.Stack = nil
+		if t.Syscall >= 0 && t.SyscallPC != 0 && t.SyscallSP != 0 {
+			t.Stack = u.Unwind(symbolize.Regs{PC: t.SyscallPC, SP: t.SyscallSP}, mem, symbolize.MaxStackFrames)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // encodeFutexTrace writes the futex waits the kernel counted (format
@@ -83,7 +84,7 @@ func decodeFutexTrace(d *decoder) *snapshot.FutexTrace {
 			}
 		}
 		if ns := d.count(1); ns > 0 {
-			f.Stacks = make([][]procfs.StackFrame, 0, ns)
+			f.Stacks = make([][]symbolize.StackFrame, 0, ns)
 			for k := 0; k < ns && d.err == nil; k++ {
 				f.Stacks = append(f.Stacks, decodeStack(d, nil, false))
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -238,7 +239,7 @@ func decodeWaits(d *decoder, s *snapshot.Snapshot) {
 	}
 }
 
-func encodeLocation(e *encoder, l procfs.Location) {
+func encodeLocation(e *encoder, l symbolize.Location) {
 	e.uvarint(l.Address)
 	e.str(l.Module)
 	e.str(l.ModulePath)
@@ -472,8 +473,8 @@ func decodeDump(d *decoder, s *snapshot.Snapshot) {
 	}
 }
 
-func decodeLocation(d *decoder) procfs.Location {
-	var l procfs.Location
+func decodeLocation(d *decoder) symbolize.Location {
+	var l symbolize.Location
 	l.Address = d.uvarint()
 	l.Module = d.str()
 	l.ModulePath = d.str()

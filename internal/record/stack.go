@@ -3,7 +3,7 @@ package record
 import (
 	"slices"
 
-	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // A thread's native stack (format version 6 on). A blocked thread keeps
@@ -18,7 +18,7 @@ const (
 
 // encodeStack writes st; prev is the same thread's stack in the previous
 // frame, when known.
-func encodeStack(e *encoder, st, prev []procfs.StackFrame, known bool) {
+func encodeStack(e *encoder, st, prev []symbolize.StackFrame, known bool) {
 	switch {
 	case len(st) == 0:
 		e.byte(stackNone)
@@ -41,7 +41,7 @@ func encodeStack(e *encoder, st, prev []procfs.StackFrame, known bool) {
 }
 
 // decodeStack reads what encodeStack wrote.
-func decodeStack(d *decoder, prev []procfs.StackFrame, known bool) []procfs.StackFrame {
+func decodeStack(d *decoder, prev []symbolize.StackFrame, known bool) []symbolize.StackFrame {
 	switch d.byte() {
 	case stackNone:
 		return nil
@@ -52,13 +52,13 @@ func decodeStack(d *decoder, prev []procfs.StackFrame, known bool) []procfs.Stac
 		return prev
 	case stackWritten:
 		n := d.count(4)
-		if n == 0 || n > procfs.MaxStackFrames {
+		if n == 0 || n > symbolize.MaxStackFrames {
 			d.fail()
 			return nil
 		}
-		st := make([]procfs.StackFrame, n)
+		st := make([]symbolize.StackFrame, n)
 		for i := range st {
-			st[i] = procfs.StackFrame{PC: d.uvarint(), Module: d.str(), Function: d.str(), Offset: d.uvarint()}
+			st[i] = symbolize.StackFrame{PC: d.uvarint(), Module: d.str(), Function: d.str(), Offset: d.uvarint()}
 			if d.version >= 10 {
 				st[i].File, st[i].Line = d.str(), d.int()
 			}

@@ -10,19 +10,20 @@ import (
 
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // Version 6 keeps the native stacks of blocked threads, across keyframes
 // and delta frames, a stack that did not change as well as one that did;
 // a version 5 file reads without them.
 func TestStacksRoundTripAndVersion5(t *testing.T) {
-	wait := []procfs.StackFrame{
+	wait := []symbolize.StackFrame{
 		{PC: 0x7f0000001234, Module: "libc.so.6", Function: "__lll_lock_wait", Offset: 0x34},
 		{PC: 0x7f0000005678, Module: "libc.so.6", Function: "pthread_mutex_lock", Offset: 0x1a8},
 		{PC: 0x55550000abcd, Module: "server", Function: "post_entry", Offset: 0x2d},
 		{PC: 0x55550000bcde, Module: "server", Offset: 0x1bcde},
 	}
-	other := []procfs.StackFrame{{PC: 0x7f0000009999, Module: "libc.so.6", Function: "epoll_wait", Offset: 0x9}}
+	other := []symbolize.StackFrame{{PC: 0x7f0000009999, Module: "libc.so.6", Function: "epoll_wait", Offset: 0x9}}
 	var snaps []*snapshot.Snapshot
 	for i := 0; i < KeyframeEvery+3; i++ {
 		s := &snapshot.Snapshot{
@@ -62,11 +63,11 @@ func TestFutexTraceRoundTrip(t *testing.T) {
 		Elapsed: time.Second, Calls: 41234.5, Exact: true, Traced: 2000, TracedShare: 0.0485, Lost: 3, Cost: 7 * time.Millisecond,
 		Futexes: []snapshot.TracedFutex{{
 			Address: 0x55550000a040, Kind: procfs.FutexLock, Op: "FUTEX_WAIT_PRIVATE",
-			Location: procfs.Location{Address: 0x55550000a040, Module: "server", ModulePath: "/srv/server", Offset: 0x4040, Symbol: "log_lock", SymbolSize: 40},
+			Location: symbolize.Location{Address: 0x55550000a040, Module: "server", ModulePath: "/srv/server", Offset: 0x4040, Symbol: "log_lock", SymbolSize: 40},
 			Waits:    40000.25, Traced: 1900, TimedOut: 2, Total: 95 * time.Millisecond, Max: 3 * time.Millisecond,
 			Durations: []time.Duration{time.Microsecond, 20 * time.Microsecond, 3 * time.Millisecond},
 			TIDs:      []int{10, 11},
-			Stacks:    [][]procfs.StackFrame{{{PC: 1, Module: "libc.so.6", Function: "__lll_lock_wait", Offset: 4}, {PC: 2, Module: "server", Function: "post_entry"}}},
+			Stacks:    [][]symbolize.StackFrame{{{PC: 1, Module: "libc.so.6", Function: "__lll_lock_wait", Offset: 4}, {PC: 2, Module: "server", Function: "post_entry"}}},
 		}, {Address: 0x7f0000001000, Kind: procfs.FutexCondition, Op: "FUTEX_WAIT_BITSET_PRIVATE", Waits: 3, Traced: 3}},
 	}
 	snaps := []*snapshot.Snapshot{
@@ -74,7 +75,7 @@ func TestFutexTraceRoundTrip(t *testing.T) {
 		{Time: time.Unix(2, 0), Threads: []snapshot.OSThread{{TID: 10, Name: "w"}}, FutexTrace: ft},
 		{Time: time.Unix(3, 0), Threads: []snapshot.OSThread{{TID: 10, Name: "w"}}, FastReads: &snapshot.FastReads{
 			Rounds: 40, Spacing: 100 * time.Microsecond, Took: 6 * time.Millisecond, Threads: []int{10, 11}, BlocksPerSecond: []float64{41000, 39000.5},
-			Futexes: []snapshot.FastFutex{{Address: 0x1000, Location: procfs.Location{Address: 0x1000, Module: "server", Offset: 0x40}, Kind: procfs.FutexLock, Op: "FUTEX_WAIT_PRIVATE", Sightings: 9, TIDs: []int{10, 11}}},
+			Futexes: []snapshot.FastFutex{{Address: 0x1000, Location: symbolize.Location{Address: 0x1000, Module: "server", Offset: 0x40}, Kind: procfs.FutexLock, Op: "FUTEX_WAIT_PRIVATE", Sightings: 9, TIDs: []int{10, 11}}},
 		}},
 	}
 	path := filepath.Join(t.TempDir(), "run.ctprof")

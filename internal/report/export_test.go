@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/analysis"
-	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 func TestPprofExport(t *testing.T) {
@@ -185,10 +185,10 @@ func TestPrepareJSONTakesTheZeroSummary(t *testing.T) {
 func TestPprofNativeLines(t *testing.T) {
 	stacks := []*analysis.FoldedStack{
 		{Frames: []string{"main", "worker_loop", "post_entry", "pthread_mutex_lock"}, Count: 3,
-			Lines:   []procfs.FrameLine{{File: "/src/app.c", Line: 90}, {File: "/src/app.c", Line: 44}, {File: "/src/app.c", Line: 37}, {}},
+			Lines:   []symbolize.FrameLine{{File: "/src/app.c", Line: 90}, {File: "/src/app.c", Line: 44}, {File: "/src/app.c", Line: 37}, {}},
 			ByLabel: map[analysis.StackLabel]int{{State: "sleeping", Pool: "worker-N"}: 3}},
 		{Frames: []string{"main", "worker_loop", "post_entry", "pthread_mutex_lock"}, Count: 1,
-			Lines:   []procfs.FrameLine{{File: "/src/app.c", Line: 90}, {File: "/src/app.c", Line: 44}, {File: "/src/app.c", Line: 39}, {}},
+			Lines:   []symbolize.FrameLine{{File: "/src/app.c", Line: 90}, {File: "/src/app.c", Line: 44}, {File: "/src/app.c", Line: 39}, {}},
 			ByLabel: map[analysis.StackLabel]int{{State: "sleeping", Pool: "worker-N"}: 1}},
 	}
 	var buf bytes.Buffer

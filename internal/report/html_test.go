@@ -20,6 +20,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 	"github.com/ctprof/ctprof/pkg/usl"
 )
@@ -263,8 +264,8 @@ func TestScalabilityHTMLStructureGolden(t *testing.T) {
 // the blocked threads' native stacks.
 func TestHTMLNativeLockRow(t *testing.T) {
 	a := analysis.New()
-	stack := []procfs.StackFrame{{PC: 1, Module: "libc.so.6", Function: "__lll_lock_wait"}, {PC: 2, Module: "app", Function: "post_entry"}, {PC: 3, Module: "app", Function: "worker_loop"}}
-	held := []procfs.StackFrame{{PC: 4, Module: "libc.so.6", Function: "clock_nanosleep"}, {PC: 5, Module: "app", Function: "flush_log"}}
+	stack := []symbolize.StackFrame{{PC: 1, Module: "libc.so.6", Function: "__lll_lock_wait"}, {PC: 2, Module: "app", Function: "post_entry"}, {PC: 3, Module: "app", Function: "worker_loop"}}
+	held := []symbolize.StackFrame{{PC: 4, Module: "libc.so.6", Function: "clock_nanosleep"}, {PC: 5, Module: "app", Function: "flush_log"}}
 	for i := 0; i < 3; i++ {
 		a.Add(&snapshot.Snapshot{
 			Time: time.Unix(int64(i), 0), Interval: time.Second, Target: snapshot.Target{PID: 7, Name: "app", Kind: snapshot.KindNative, CPUs: 2},
@@ -274,7 +275,7 @@ func TestHTMLNativeLockRow(t *testing.T) {
 				{TID: 10, StartTime: 10, Name: "w-3", State: 'S', Syscall: 230, Stack: held},
 			},
 			Futexes: []procfs.FutexWait{{Address: 0x4040, Kind: procfs.FutexLock, Op: "FUTEX_WAIT_PRIVATE", TIDs: []int{8, 9},
-				Location: procfs.Location{Address: 0x4040, Module: "app", Offset: 0x40, Symbol: "log_lock", SymbolSize: 40},
+				Location: symbolize.Location{Address: 0x4040, Module: "app", Offset: 0x40, Symbol: "log_lock", SymbolSize: 40},
 				Holder:   &procfs.LockHolder{Lock: "mutex", TID: 10}}},
 			FutexTrace: &snapshot.FutexTrace{Elapsed: time.Second, Calls: 5000, Exact: true, Traced: 5000, TracedShare: 1,
 				Futexes: []snapshot.TracedFutex{{Address: 0x4040, Kind: procfs.FutexLock, Waits: 5000, Traced: 5000, Total: 50 * time.Millisecond, Max: time.Millisecond,

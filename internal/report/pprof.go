@@ -9,7 +9,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/ctprof/ctprof/internal/analysis"
-	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // PprofInput is what a pprof export holds: the sampled stacks and the time
@@ -67,18 +67,18 @@ func Pprof(w io.Writer, in PprofInput) error {
 	}
 	type locKey struct {
 		frame string
-		at    procfs.FrameLine
+		at    symbolize.FrameLine
 	}
 	locs := map[locKey]*profile.Location{}
 	funcs := map[locKey]*profile.Function{}
 	// A native frame with a source position is a location of its own
 	// per line (a function calls from several), of a function with its
 	// file.
-	locationAt := func(frame string, at procfs.FrameLine) *profile.Location {
+	locationAt := func(frame string, at symbolize.FrameLine) *profile.Location {
 		if l := locs[locKey{frame, at}]; l != nil {
 			return l
 		}
-		fk := locKey{frame: frame, at: procfs.FrameLine{File: at.File}}
+		fk := locKey{frame: frame, at: symbolize.FrameLine{File: at.File}}
 		fn := funcs[fk]
 		if fn == nil {
 			fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: frame, SystemName: frame, Filename: at.File}
@@ -90,12 +90,12 @@ func Pprof(w io.Writer, in PprofInput) error {
 		locs[locKey{frame, at}] = l
 		return l
 	}
-	location := func(frame string) *profile.Location { return locationAt(frame, procfs.FrameLine{}) }
+	location := func(frame string) *profile.Location { return locationAt(frame, symbolize.FrameLine{}) }
 	for _, st := range in.Stacks {
 		// pprof wants the leaf first; folded stacks are root first.
 		stack := make([]*profile.Location, len(st.Frames))
 		for i, f := range st.Frames {
-			var at procfs.FrameLine
+			var at symbolize.FrameLine
 			if i < len(st.Lines) {
 				at = st.Lines[i]
 			}

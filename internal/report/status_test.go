@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // The progress line shows the latest sample as it is, its hottest lock
@@ -18,7 +18,7 @@ func TestStatusLine(t *testing.T) {
 		Connections: &snapshot.Connections{Established: 2},
 		Futexes: []snapshot.FutexWait{
 			{Kind: snapshot.FutexCondition, TIDs: []int{1, 2}},
-			{Kind: snapshot.FutexLock, TIDs: []int{3}, Location: procfs.Location{Address: 0x10, Module: "app", Symbol: "lock\x1b[2J"}},
+			{Kind: snapshot.FutexLock, TIDs: []int{3}, Location: symbolize.Location{Address: 0x10, Module: "app", Symbol: "lock\x1b[2J"}},
 		},
 	}
 	got := StatusLine(1500*time.Millisecond, 4, snap)

@@ -8,6 +8,7 @@ import (
 	"github.com/ctprof/ctprof/internal/futextrace"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // ExactWaits says whether a native target's futex waits are counted by
@@ -191,7 +192,7 @@ func (s *Sampler) readExactWaits(snap *snapshot.Snapshot, threads []snapshot.OST
 		tf.Kind = kind
 		for _, st := range f.Stacks {
 			so := owners.of(st.PID).s
-			if frames := so.unwinder().Unwind(st.Regs, copyThenLive{st.Memory, so.mem}, procfs.MaxStackFrames); len(frames) > 0 {
+			if frames := so.unwinder().Unwind(st.Regs, copyThenLive{st.Memory, so.mem}, symbolize.MaxStackFrames); len(frames) > 0 {
 				tf.Stacks = append(tf.Stacks, frames)
 			}
 		}
@@ -267,9 +268,9 @@ func processThreads(threads []snapshot.OSThread, pid int) []snapshot.OSThread {
 }
 
 // unwinder is the sampler's native stack unwinder, made on first use.
-func (s *Sampler) unwinder() *procfs.Unwinder {
+func (s *Sampler) unwinder() *symbolize.Unwinder {
 	if s.stacks.unwinder == nil {
-		s.stacks.unwinder = s.fs.NewUnwinder(s.opts.PID)
+		s.stacks.unwinder = symbolize.NewUnwinder(s.fs.Target(s.opts.PID))
 	}
 	return s.stacks.unwinder
 }
@@ -290,7 +291,7 @@ func (s *Sampler) closeExactWaits() error {
 // stack scan checks for a call before a return address) through
 // /proc/<pid>/mem.
 type copyThenLive struct {
-	copy procfs.StackMemory
+	copy symbolize.StackMemory
 	live *procfs.MemReader
 }
 

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"strings"
 
-	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -80,7 +80,7 @@ type jvmFutexFilter struct {
 	// the binary an address lies in ("libjvm.so"; a mapping's
 	// description for memory no binary holds), for hotspotMutexAt; a nil
 	// mem reads nothing.
-	mem    procfs.StackMemory
+	mem    symbolize.StackMemory
 	module func(addr uint64) string
 	// window says whether a safepoint began or ended during the tick:
 	// asked at most once (it costs a read of the JVM's counters), and

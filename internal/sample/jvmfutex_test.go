@@ -14,6 +14,7 @@ import (
 	"github.com/ctprof/ctprof/internal/jvm"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
@@ -36,7 +37,7 @@ func TestJVMFutexesSeenDuringDumpsAreNotLocks(t *testing.T) {
 			tr, err := fs.NewThreadReader(p.PID)
 			require.NoError(t, err)
 			t.Cleanup(func() { tr.Close() })
-			sym := fs.NewSymbolizer(p.PID)
+			sym := symbolize.NewSymbolizer(fs.Target(p.PID))
 
 			// A second reader sweeps while Take dumps; its sweeps are the
 			// worst case: threads caught inside ctprof's own safepoint.
@@ -170,12 +171,12 @@ func TestJVMFutexFilterRules(t *testing.T) {
 		return "anonymous memory"
 	}
 	filter := jvmFutexFilter{dumped: dumpedThreads{5: dumpedJavaOther, 4: dumpedInternal}, threads: threads, mem: mem, module: module}
-	heap := procfs.Location{Module: "anonymous rw-p 7f00-7f80", Offset: 0xcd4}
-	at := func(addr uint64) procfs.Location { l := heap; l.Address = addr; return l }
+	heap := symbolize.Location{Module: "anonymous rw-p 7f00-7f80", Offset: 0xcd4}
+	at := func(addr uint64) symbolize.Location { l := heap; l.Address = addr; return l }
 	lockWait := func(addr uint64) snapshot.FutexWait {
 		return snapshot.FutexWait{Address: addr, Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: snapshot.FutexLock, Location: at(addr), TIDs: []int{1, 2}}
 	}
-	jni := procfs.Location{Module: "libnative.so", ModulePath: "/opt/app/libnative.so", Symbol: "big_lock", SymbolSize: 40}
+	jni := symbolize.Location{Module: "libnative.so", ModulePath: "/opt/app/libnative.so", Symbol: "big_lock", SymbolSize: 40}
 	tests := []struct {
 		name   string
 		fw     snapshot.FutexWait
@@ -185,13 +186,13 @@ func TestJVMFutexFilterRules(t *testing.T) {
 		{"safepoint barrier: odd id, untimed", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 1419, Kind: snapshot.FutexUnknown, Location: heap, TIDs: []int{1, 2}}, false, jvmSafepointBarrier},
 		{"even value is some other protocol", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 0, Kind: snapshot.FutexUnknown, Location: heap, TIDs: []int{1, 2}}, false, ""},
 		{"timed plain wait is not the barrier", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 7, Timed: true, Kind: snapshot.FutexUnknown, Location: heap, TIDs: []int{1}}, false, ""},
-		{"HotSpot lock in libjvm", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: snapshot.FutexLock, Location: procfs.Location{Module: "libjvm.so", ModulePath: "/jdk/lib/server/libjvm.so"}, TIDs: []int{1, 2}}, false, jvmLockStorage},
+		{"HotSpot lock in libjvm", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: snapshot.FutexLock, Location: symbolize.Location{Module: "libjvm.so", ModulePath: "/jdk/lib/server/libjvm.so"}, TIDs: []int{1, 2}}, false, jvmLockStorage},
 		{"only JIT threads wait", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: snapshot.FutexLock, Location: heap, TIDs: []int{3, 4}}, false, jvmInternalWaiters},
 		{"a program thread named like the VM thread", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: snapshot.FutexLock, Location: heap, TIDs: []int{5}}, false, ""},
 		{"Java threads on a heap mutex, memory unread", lockWait(unreadable), false, ""},
 		{"... while a safepoint ran", lockWait(unreadable), true, jvmSafepointWindow},
 		{"a JNI library's mutex, even then", snapshot.FutexWait{Op: "FUTEX_WAIT_PRIVATE", Value: 2, Kind: snapshot.FutexLock, Location: jni, TIDs: []int{1, 2}}, true, ""},
-		{"condition waits are left alone", snapshot.FutexWait{Op: "FUTEX_WAIT_BITSET_PRIVATE", Kind: snapshot.FutexCondition, Location: procfs.Location{Module: "libjvm.so"}, TIDs: []int{3}}, true, ""},
+		{"condition waits are left alone", snapshot.FutexWait{Op: "FUTEX_WAIT_BITSET_PRIVATE", Kind: snapshot.FutexCondition, Location: symbolize.Location{Module: "libjvm.so"}, TIDs: []int{3}}, true, ""},
 		{"JDK 17's Heap_lock on the C heap, held by a Java thread", lockWait(hsLock), false, jvmHotSpotMutex},
 		{"... while a safepoint ran", lockWait(hsLock), true, jvmHotSpotMutex},
 		{"a HotSpot Mutex between owners", lockWait(hsFree), false, jvmHotSpotMutex},
@@ -275,7 +276,7 @@ func TestHotSpotMutexOnTheCHeapIsKnownByItsMemory(t *testing.T) {
 	tr, err := fs.NewThreadReader(p.PID)
 	require.NoError(t, err)
 	t.Cleanup(func() { tr.Close() })
-	sym := fs.NewSymbolizer(p.PID)
+	sym := symbolize.NewSymbolizer(fs.Target(p.PID))
 	mem := fs.NewMemReader(p.PID)
 	t.Cleanup(func() { mem.Close() })
 	module := func(addr uint64) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/sample"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
@@ -26,7 +27,7 @@ func sampleSummary(t *testing.T, pid, count int) (s, raw *analysis.Summary) {
 	smp, err := sample.NewSampler(sample.Options{PID: pid, Interval: 30 * time.Millisecond, Count: count, JVM: sample.JVMOptions{PauseBudget: 0.9}})
 	require.NoError(t, err)
 	defer smp.Close()
-	sym := procfs.NewFS("").NewSymbolizer(pid)
+	sym := symbolize.NewSymbolizer(procfs.NewFS("").Target(pid))
 	agg, rawAgg := analysis.New(), analysis.New()
 	dumps := 0
 	_, err = smp.Run(context.Background(), func(snap *snapshot.Snapshot) {

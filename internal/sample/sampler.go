@@ -12,6 +12,7 @@ import (
 	"github.com/ctprof/ctprof/internal/jvm"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
@@ -102,7 +103,7 @@ type Sampler struct {
 	fs      procfs.FS
 	threads *procfs.ThreadReader
 	host    *procfs.HostReader
-	sym     *procfs.Symbolizer
+	sym     *symbolize.Symbolizer
 	// mem reads the holders of the glibc locks threads queue on.
 	mem    *procfs.MemReader
 	target snapshot.Target
@@ -138,7 +139,7 @@ type Sampler struct {
 	program      string
 	programKnown bool
 	// libjvm is a JVM's first mapping of libjvm.so (Path "": none).
-	libjvm procfs.Mapping
+	libjvm symbolize.Mapping
 	// early is the dump the ctprof binary asked for while it started
 	// (jvm.EarlyDump), for the first tick.
 	early *jvm.EarlyDump
@@ -228,7 +229,7 @@ func NewSampler(opts Options) (*Sampler, error) {
 		fs:      fs,
 		threads: tr,
 		host:    hr,
-		sym:     fs.NewSymbolizer(opts.PID),
+		sym:     symbolize.NewSymbolizer(fs.Target(opts.PID)),
 		mem:     fs.NewMemReader(opts.PID),
 		target:  snapshot.Target{PID: opts.PID, Name: p.Name, Kind: snapshot.KindNative, CPUs: p.CPUs},
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // Native user stacks. A thread blocked in a system call shows its stack
@@ -37,20 +38,20 @@ type stackKey struct {
 
 type cachedStack struct {
 	key   stackKey
-	stack []procfs.StackFrame
+	stack []symbolize.StackFrame
 }
 
 // stackState is the sampler's unwinder and the stacks of its previous
 // sample.
 type stackState struct {
-	unwinder *procfs.Unwinder
+	unwinder *symbolize.Unwinder
 	cache    map[int]cachedStack
 	// Unwound counts the stacks unwound afresh, Reused those taken from
 	// the cache, Discarded those dropped because the thread woke while
 	// its stack was read, and Retried those of them read again in the
 	// same wait, over the run (for tests and benchmarks).
 	Unwound, Reused, Discarded, Retried int
-	// symGen is procfs.SymbolGeneration when cache was named.
+	// symGen is symbolize.SymbolGeneration when cache was named.
 	symGen uint64
 }
 
@@ -110,7 +111,7 @@ func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.F
 	// Debug files a debuginfod server sent since the last sample name
 	// frames from now on: stacks named before are read again.
 	s.notes = append(s.notes, u.Refresh()...)
-	if g := procfs.SymbolGeneration(); g != s.stacks.symGen {
+	if g := symbolize.SymbolGeneration(); g != s.stacks.symGen {
 		s.stacks.symGen, s.stacks.cache = g, nil
 	}
 	next := make(map[int]cachedStack, len(s.stacks.cache))
@@ -131,7 +132,7 @@ func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.F
 			continue
 		}
 		fresh++
-		t.Stack = u.Unwind(procfs.Regs{PC: t.SyscallPC, SP: t.SyscallSP}, s.mem, procfs.MaxStackFrames)
+		t.Stack = u.Unwind(symbolize.Regs{PC: t.SyscallPC, SP: t.SyscallSP}, s.mem, symbolize.MaxStackFrames)
 		s.stacks.Unwound++
 		if len(t.Stack) > 0 && !s.threads.StillBlocked(t) {
 			// It woke while its stack was read: the frames may mix two
@@ -167,7 +168,7 @@ func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.F
 // binary holds (JIT-compiled Java, the interpreter's generated code): the
 // unwinder has no call-frame information there and what it finds beyond
 // is a guess, while the thread dump has the Java frames.
-func nativePart(st []procfs.StackFrame) []procfs.StackFrame {
+func nativePart(st []symbolize.StackFrame) []symbolize.StackFrame {
 	for i, f := range st {
 		if f.Function == "" && !strings.HasSuffix(f.Module, ".so") && !strings.Contains(f.Module, ".so.") {
 			if i == 0 {
@@ -185,13 +186,13 @@ func nativePart(st []procfs.StackFrame) []procfs.StackFrame {
 // thread's state of this second read (moved says so when its system call
 // or arguments differ from the sweep's). Otherwise the thread is left as
 // the sweep saw it, without a stack.
-func (s *Sampler) unwindAgain(u *procfs.Unwinder, t *snapshot.OSThread) (st []procfs.StackFrame, moved bool) {
+func (s *Sampler) unwindAgain(u *symbolize.Unwinder, t *snapshot.OSThread) (st []symbolize.StackFrame, moved bool) {
 	orig := *t
 	for try := 0; try < unwindRetries; try++ {
 		if !s.threads.ReadNow(t) || t.Syscall < 0 || t.SyscallSP == 0 || t.SyscallPC == 0 {
 			break // running, or gone
 		}
-		st = u.Unwind(procfs.Regs{PC: t.SyscallPC, SP: t.SyscallSP}, s.mem, procfs.MaxStackFrames)
+		st = u.Unwind(symbolize.Regs{PC: t.SyscallPC, SP: t.SyscallSP}, s.mem, symbolize.MaxStackFrames)
 		if len(st) == 0 {
 			break
 		}

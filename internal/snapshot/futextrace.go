@@ -3,7 +3,7 @@ package snapshot
 import (
 	"time"
 
-	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // FutexTrace is what the kernel counted of a native target's futex waits
@@ -35,7 +35,7 @@ type FutexTrace struct {
 // TracedFutex is one futex address's waits in a FutexTrace batch.
 type TracedFutex struct {
 	Address  uint64
-	Location procfs.Location
+	Location symbolize.Location
 	// Kind classes the waits as a lock's or a condition's, as for a
 	// sampled futex wait (procfs.ClassifyFutex).
 	Kind FutexKind
@@ -53,7 +53,7 @@ type TracedFutex struct {
 	// TIDs are threads that waited (at most 32).
 	TIDs []int
 	// Stacks are some waiters' stacks at the call, innermost first.
-	Stacks [][]procfs.StackFrame
+	Stacks [][]symbolize.StackFrame
 }
 
 // FastReads is what fast repeated reads of a few threads' system calls
@@ -79,7 +79,7 @@ type FastReads struct {
 // on.
 type FastFutex struct {
 	Address  uint64
-	Location procfs.Location
+	Location symbolize.Location
 	Kind     FutexKind
 	Op       string
 	// Sightings is how many of the reads found a thread waiting here;

@@ -348,3 +348,17 @@ func SourceLine(t testing.TB, file, text string) int {
 	t.Fatalf("testnative: no %q in %s", text, file)
 	return 0
 }
+
+// PollUntil retries fn until it returns nil or the deadline passes, and
+// returns the last error. The machines are small and shared: conditions
+// are waited for, never assumed after a fixed sleep.
+func PollUntil(timeout time.Duration, fn func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := fn()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

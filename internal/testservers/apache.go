@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // Apache httpd (Debian's apache2 2.4, event MPM) with one child process of
@@ -368,7 +369,7 @@ func tpoolMutexWait(t *procfs.Thread) bool {
 
 // tpoolHasModule reports whether a frame of st is in module (a frame
 // without a symbol keeps its module: "mod_rewrite.so+0x9635").
-func tpoolHasModule(st []procfs.StackFrame, module string) bool {
+func tpoolHasModule(st []symbolize.StackFrame, module string) bool {
 	for _, f := range st {
 		if f.Module == module {
 			return true

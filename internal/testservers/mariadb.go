@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // MariaDB (Debian's mariadbd, stripped: InnoDB's code has no symbol, only
@@ -654,13 +655,13 @@ const (
 // funcName is a frame's function without its parameter list
 // ("dispatch_command" for "dispatch_command(enum_server_command, THD*, …)");
 // "" for a frame without a symbol.
-func funcName(f procfs.StackFrame) string {
+func funcName(f symbolize.StackFrame) string {
 	name, _, _ := strings.Cut(f.Function, "(")
 	return name
 }
 
 // stackHas reports whether a frame of st is one of the functions.
-func stackHas(st []procfs.StackFrame, functions ...string) bool {
+func stackHas(st []symbolize.StackFrame, functions ...string) bool {
 	for _, f := range st {
 		n := funcName(f)
 		for _, want := range functions {
@@ -679,14 +680,14 @@ type moduleOffset struct {
 	offset uint64
 }
 
-func offsetOf(f procfs.StackFrame) moduleOffset {
+func offsetOf(f symbolize.StackFrame) moduleOffset {
 	if f.Function != "" {
 		return moduleOffset{}
 	}
 	return moduleOffset{f.Module, f.Offset}
 }
 
-func stackHasOffset(st []procfs.StackFrame, at moduleOffset) bool {
+func stackHasOffset(st []symbolize.StackFrame, at moduleOffset) bool {
 	for _, f := range st {
 		if offsetOf(f) == at {
 			return true

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // rocksdbWriters is db_bench's writer threads: enough, on two cores, that
@@ -162,7 +163,7 @@ func rocksdbLabel(pid int) func(t *procfs.Thread) Label {
 		if t.State == 'R' {
 			return Label{Verdict: Running, Role: "running"}
 		}
-		if !slices.ContainsFunc(t.Stack, func(f procfs.StackFrame) bool { return !rocksdbWaitMachinery(f) }) {
+		if !slices.ContainsFunc(t.Stack, func(f symbolize.StackFrame) bool { return !rocksdbWaitMachinery(f) }) {
 			// Not unwound, or cut short inside the C library (the thread
 			// moved while its stack was read): no frame tells its role.
 			return rocksdbLabelNoStack(pid, t)
@@ -253,7 +254,7 @@ func rocksdbLoopLabel(t *procfs.Thread, loop, idleRole, work string) Label {
 
 // rocksdbWaitMachinery tells the frames of waiting itself: the C library's
 // and the C++ runtime's, and RocksDB's thin wrappers of a condition.
-func rocksdbWaitMachinery(f procfs.StackFrame) bool {
+func rocksdbWaitMachinery(f symbolize.StackFrame) bool {
 	for _, m := range []string{"libc.so", "libpthread", "libstdc++", "ld-linux", "libgcc_s"} {
 		if strings.HasPrefix(f.Module, m) {
 			return true
@@ -335,7 +336,7 @@ func rhFutexCmd(op uint64) uint64 {
 // (a C++ symbol with its parameters, so "ns::Class::Method(" names one
 // function and no other with that prefix). A template's symbol starts
 // with its return type; none of the functions asked for is one.
-func rhFrameWithPrefix(stack []procfs.StackFrame, prefixes ...string) bool {
+func rhFrameWithPrefix(stack []symbolize.StackFrame, prefixes ...string) bool {
 	for _, f := range stack {
 		for _, p := range prefixes {
 			if strings.HasPrefix(f.Function, p) {

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // TestRocksDBLabels starts db_bench under its synced-write load, labels
@@ -77,7 +78,7 @@ func rhSweeps(t *testing.T, srv *Server, d time.Duration, enough func([]rhThread
 	r, err := fs.NewThreadReader(srv.PID)
 	require.NoError(t, err)
 	defer r.Close()
-	u := fs.NewUnwinder(srv.PID)
+	u := symbolize.NewUnwinder(fs.Target(srv.PID))
 	defer u.Close()
 	mem := fs.NewMemReader(srv.PID)
 	var sweeps [][]rhThread
@@ -85,7 +86,7 @@ func rhSweeps(t *testing.T, srv *Server, d time.Duration, enough func([]rhThread
 	for deadline := time.Now().Add(d); ; {
 		buf, err = r.Read(buf[:0])
 		require.NoError(t, err, "read %s's threads", srv.Name)
-		u.UnwindBlocked(buf, mem)
+		procfs.UnwindBlocked(u, buf, mem)
 		sweep := make([]rhThread, 0, len(buf))
 		for i := range buf {
 			th := buf[i]
@@ -135,7 +136,7 @@ func rhGDB(t *testing.T, srv *Server) []rhThread {
 		if m := rhGDBThread.FindStringSubmatch(line); m != nil {
 			flush()
 			tid, _ := strconv.Atoi(m[1])
-			cur = &procfs.Thread{TID: tid, Name: m[2], Stack: []procfs.StackFrame{}}
+			cur = &procfs.Thread{TID: tid, Name: m[2], Stack: []symbolize.StackFrame{}}
 			continue
 		}
 		m := rhGDBFrame.FindStringSubmatch(line)
@@ -143,7 +144,7 @@ func rhGDB(t *testing.T, srv *Server) []rhThread {
 			continue
 		}
 		pc, _ := strconv.ParseUint(m[1], 16, 64)
-		f := procfs.StackFrame{PC: pc, Function: m[2]}
+		f := symbolize.StackFrame{PC: pc, Function: m[2]}
 		switch {
 		case m[3] != "":
 			f.Module = filepath.Base(m[3])
@@ -177,7 +178,7 @@ var rhGDBSyscalls = []struct {
 
 // rhGDBSyscall is the system call a gdb stack's innermost frame makes, and
 // the thread's state: running (R) when it was stopped in its own code.
-func rhGDBSyscall(stack []procfs.StackFrame) (int, byte) {
+func rhGDBSyscall(stack []symbolize.StackFrame) (int, byte) {
 	// A wake or a yield does not block: the thread is runnable.
 	if len(stack) > 0 && (stack[0].Module == "libc.so.6" || strings.HasPrefix(stack[0].Function, "__")) &&
 		!strings.Contains(stack[0].Function, "wake") && !strings.Contains(stack[0].Function, "sched_yield") {

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // A server's labels are checked on one look at it: its threads read from
@@ -43,7 +44,7 @@ func rlLook(t *testing.T, srv *Server) []rlThread {
 	defer tr.Close()
 	threads, err := tr.Read(nil)
 	require.NoError(t, err)
-	u := fs.NewUnwinder(srv.PID)
+	u := symbolize.NewUnwinder(fs.Target(srv.PID))
 	defer u.Close()
 	mem := fs.NewMemReader(srv.PID)
 	defer mem.Close()
@@ -52,7 +53,7 @@ func rlLook(t *testing.T, srv *Server) []rlThread {
 		if th.Syscall < 0 || th.SyscallSP == 0 || th.SyscallPC == 0 {
 			continue
 		}
-		th.Stack = u.Unwind(procfs.Regs{PC: th.SyscallPC, SP: th.SyscallSP}, mem, procfs.MaxStackFrames)
+		th.Stack = u.Unwind(symbolize.Regs{PC: th.SyscallPC, SP: th.SyscallSP}, mem, symbolize.MaxStackFrames)
 		if !tr.StillBlocked(th) {
 			th.Stack = nil // it moved: the frames may mix two moments
 		}
@@ -149,7 +150,7 @@ func rlLog(t *testing.T, name string, look []rlThread) {
 	t.Log(b.String())
 }
 
-func rlStackNames(st []procfs.StackFrame) string {
+func rlStackNames(st []symbolize.StackFrame) string {
 	if st == nil {
 		return "(not unwound)"
 	}

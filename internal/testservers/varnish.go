@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // Varnish Cache (Debian's varnishd 7.1) with one thread pool of 20 to 200
@@ -378,7 +379,7 @@ func (r *varnishRules) worker(t *procfs.Thread) Label {
 // varnishTaskWait reports whether st is the pool's worker loop waiting for
 // a task: Lck_CondWait* called from the loop (a static function of
 // varnishd, no name) with nothing but the thread's start below.
-func varnishTaskWait(st []procfs.StackFrame) bool {
+func varnishTaskWait(st []symbolize.StackFrame) bool {
 	at := -1
 	for i, f := range st {
 		if strings.HasPrefix(f.Function, "Lck_CondWait") {

@@ -1,38 +1,70 @@
-package procfs
+package symbolize_test
 
 import (
+	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"unsafe"
 
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
+	"github.com/ctprof/ctprof/internal/testnative"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
-// Lines from a JDK 17 JVM's maps: libstdc++'s data segment is followed by
-// its .bss, but the anonymous mapping after the locale file LC_CTYPE is a
-// malloc arena where HotSpot keeps its Heap_lock; naming a futex there
-// "LC_CTYPE" made it look like a binary's static lock.
-func TestModuleRangesBssOnlyAfterDataSegments(t *testing.T) {
-	maps, err := parseMaps([]byte(`7f25fe214000-7f25fe217000 rw-p 00214000 fe:00 326789                     /usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30
-7f25fe217000-7f25fe21a000 rw-p 00000000 00:00 0 
-7f25fe22a000-7f25fe281000 r--p 00000000 fe:00 316526                     /usr/lib/locale/C.utf8/LC_CTYPE
-7f25fe281000-7f25fe300000 rw-p 00000000 00:00 0 
-`))
+// openFiles counts this process's descriptors on path.
+func openFiles(t *testing.T, path string) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
 	require.NoError(t, err)
-	got := map[string][2]uint64{}
-	for _, r := range moduleRanges(maps) {
-		got[r.path] = [2]uint64{r.start, r.end}
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == path {
+			n++
+		}
 	}
-	assert.Equal(t, map[string][2]uint64{
-		"/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30": {0x7f25fe214000, 0x7f25fe21a000},
-		"/usr/lib/locale/C.utf8/LC_CTYPE":               {0x7f25fe22a000, 0x7f25fe281000},
-	}, got)
+	return n
 }
 
-// bssProbe lies in this test binary's .bss (.noptrbss).
-var bssProbe [64]byte
+// A module stays open while names may be read from it, and Close closes
+// it; a Resolve after Close opens it again and names the same.
+func TestSymbolizerCloseClosesModules(t *testing.T) {
+	p := testnative.Start(t, "mutex_contention", "2", "1", "3000")
+	fs := procfs.NewFS("/proc")
+	maps, err := fs.Maps(p.PID)
+	require.NoError(t, err)
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", p.PID))
+	require.NoError(t, err)
+	var first symbolize.Mapping
+	for _, m := range maps {
+		if m.Path == exe {
+			first = m
+			break
+		}
+	}
+	require.Equal(t, exe, first.Path)
+	s := symbolize.NewSymbolizer(fs.Target(p.PID))
+	addr, err := s.SymbolAddress(first, "contended_mutex")
+	require.NoError(t, err)
+	require.NotZero(t, addr)
+	require.NoError(t, s.Close())
+	require.Zero(t, openFiles(t, exe))
+
+	l, err := s.Resolve(addr)
+	require.NoError(t, err)
+	assert.Equal(t, "contended_mutex", l.Symbol)
+	assert.Equal(t, 1, openFiles(t, exe), "kept open for names")
+	require.NoError(t, s.Close())
+	assert.Zero(t, openFiles(t, exe))
+	s = symbolize.NewSymbolizer(fs.Target(p.PID))
+	defer s.Close()
+	l, err = s.Resolve(addr + 4)
+	require.NoError(t, err)
+	assert.Equal(t, "contended_mutex+0x4", l.Symbol+"+0x"+strconv.FormatUint(l.SymbolOffset, 16))
+}
 
 // The kernel merges an anonymous mapping made right after a binary's .bss
 // into the .bss mapping (same permissions): a JDK 17 JVM's C heap after a
@@ -40,14 +72,14 @@ var bssProbe [64]byte
 // binary's loaded image the memory is anonymous, through the maps text
 // and through PROCMAP_QUERY alike; the binary's own .bss is still its.
 func TestAnonymousMemoryMergedIntoBssIsNotTheBinarys(t *testing.T) {
-	fs := NewFS("/proc")
+	fs := procfs.NewFS("/proc")
 	pid := os.Getpid()
 	probe := uint64(uintptr(unsafe.Pointer(&bssProbe[0])))
 	exe, err := os.Readlink("/proc/self/exe")
 	require.NoError(t, err)
 	maps, err := fs.Maps(pid)
 	require.NoError(t, err)
-	var bss Mapping
+	var bss symbolize.Mapping
 	for i, m := range maps {
 		if probe >= m.Start && probe < m.End {
 			require.Empty(t, m.Path, "bssProbe in an anonymous mapping: %+v", m)
@@ -74,8 +106,10 @@ func TestAnonymousMemoryMergedIntoBssIsNotTheBinarys(t *testing.T) {
 	require.True(t, merged, "the kernel did not merge the mappings; the test proves nothing")
 
 	for _, noQuery := range []bool{false, true} {
-		sym := fs.NewSymbolizer(pid)
-		sym.noQuery = noQuery
+		sym := symbolize.NewSymbolizer(fs.Target(pid))
+		if noQuery {
+			sym.QueryOff()
+		}
 		l, err := sym.Resolve(probe)
 		require.NoError(t, err)
 		assert.Equal(t, exe, l.ModulePath, "PROCMAP_QUERY off: %v: %+v", noQuery, l)
@@ -86,3 +120,6 @@ func TestAnonymousMemoryMergedIntoBssIsNotTheBinarys(t *testing.T) {
 		sym.Close()
 	}
 }
+
+// bssProbe lies in this test binary's .bss (.noptrbss).
+var bssProbe [64]byte

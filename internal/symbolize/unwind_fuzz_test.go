@@ -1,9 +1,11 @@
-package procfs
+package symbolize_test
 
 import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
 
@@ -15,7 +17,7 @@ const fuzzStackAddr = 0x100000000000
 // memory (its code, for the scan's call check) elsewhere.
 type fuzzMemory struct {
 	stack []byte
-	self  *MemReader
+	self  *procfs.MemReader
 }
 
 func (m *fuzzMemory) ReadStack(addr uint64, b []byte) bool {
@@ -38,14 +40,14 @@ func (m *fuzzMemory) ReadStack(addr uint64, b []byte) bool {
 // past the first frame.
 func FuzzUnwind(f *testing.F) {
 	p := testnative.StartWith(f, testnative.Options{Flags: []string{"-O2"}}, "stacks")
-	fs := NewFS("/proc")
-	u := fs.NewUnwinder(p.PID)
+	fs := procfs.NewFS("/proc")
+	u := symbolize.NewUnwinder(fs.Target(p.PID))
 	target := fs.NewMemReader(p.PID)
 	maps, err := fs.Maps(p.PID)
 	if err != nil {
 		f.Fatal(err)
 	}
-	var code []Mapping
+	var code []symbolize.Mapping
 	for _, m := range maps {
 		if m.Perms == "r-xp" && m.FileBacked() {
 			code = append(code, m)
@@ -74,39 +76,13 @@ func FuzzUnwind(f *testing.F) {
 			}
 		}
 		mem := &fuzzMemory{stack: stack, self: target}
-		r := Regs{PC: inCode(pc), SP: fuzzStackAddr, BP: fuzzStackAddr + bp%4096, HaveBP: bp&1 == 0}
-		frames := u.Unwind(r, mem, MaxStackFrames)
-		if len(frames) > MaxStackFrames {
+		r := symbolize.Regs{PC: inCode(pc), SP: fuzzStackAddr, BP: fuzzStackAddr + bp%4096, HaveBP: bp&1 == 0}
+		frames := u.Unwind(r, mem, symbolize.MaxStackFrames)
+		if len(frames) > symbolize.MaxStackFrames {
 			t.Fatalf("%d frames", len(frames))
 		}
 		for _, fr := range frames {
 			_ = fr.Name()
-		}
-	})
-}
-
-// FuzzEHTable parses random call-frame sections as .eh_frame and
-// .debug_frame (a binary's are the target's bytes too) and establishes
-// rows in them: no panic, no loop.
-func FuzzEHTable(f *testing.F) {
-	// The start of a real .eh_frame: a CIE (zR, rsp+8, RA at cfa-8) and
-	// one FDE.
-	f.Add([]byte{
-		0x14, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 0x10, 1, 0x1b, 0x0c, 7, 8, 0x90, 1, 0, 0,
-		0x14, 0, 0, 0, 0x1c, 0, 0, 0, 0xe0, 0xff, 0xff, 0xff, 0x10, 0, 0, 0, 0, 0x41, 0x0e, 0x10, 0, 0,
-	}, uint64(0x1000))
-	f.Add([]byte{}, uint64(0))
-	f.Fuzz(func(t *testing.T, data []byte, vaddr uint64) {
-		for _, addr := range []uint64{0x2000, 0} {
-			tab, err := newEHTable(data, addr)
-			if err != nil {
-				continue
-			}
-			_ = tab.row(vaddr)
-			for _, fde := range tab.fdes {
-				_ = tab.row(fde.begin)
-				_ = tab.row(fde.begin + uint64(fde.size) - 1)
-			}
 		}
 	})
 }

@@ -1,9 +1,10 @@
-package procfs
+package symbolize_test
 
 import (
 	"bufio"
 	"debug/elf"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -12,17 +13,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
+	"github.com/ctprof/ctprof/internal/testnative"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/ctprof/ctprof/internal/testnative"
 )
 
 // stacksProgramThreads are the threads of testdata/c/stacks.c (2 waiters
 // per mutex) and the system call each blocks in.
 var stacksProgramThreads = map[string]int{
-	"heap-0": sysFutex, "heap-1": sysFutex, "global-0": sysFutex, "global-1": sysFutex,
-	"deep": sysNanosleepOrClock, "cond": sysFutex, "holder": sysNanosleepOrClock,
+	"heap-0": unix.SYS_FUTEX, "heap-1": unix.SYS_FUTEX, "global-0": unix.SYS_FUTEX, "global-1": unix.SYS_FUTEX,
+	"deep": sysNanosleepOrClock, "cond": unix.SYS_FUTEX, "holder": sysNanosleepOrClock,
 }
 
 // sysNanosleepOrClock marks a thread in nanosleep or clock_nanosleep
@@ -31,19 +33,19 @@ const sysNanosleepOrClock = -100
 
 // blockedThreads polls until every named thread of the program is blocked
 // in its system call, and returns the threads unwound by u.
-func blockedThreads(t *testing.T, pid int, u *Unwinder, mem StackMemory, want map[string]int) map[string]Thread {
+func blockedThreads(t *testing.T, pid int, u *symbolize.Unwinder, mem symbolize.StackMemory, want map[string]int) map[string]procfs.Thread {
 	t.Helper()
-	fs := NewFS("/proc")
+	fs := procfs.NewFS("/proc")
 	r, err := fs.NewThreadReader(pid)
 	require.NoError(t, err)
 	defer r.Close()
-	var byName map[string]Thread
-	err = pollUntil(30*time.Second, func() error {
+	var byName map[string]procfs.Thread
+	err = testnative.PollUntil(30*time.Second, func() error {
 		threads, err := r.Read(nil)
 		if err != nil {
 			return err
 		}
-		byName = map[string]Thread{}
+		byName = map[string]procfs.Thread{}
 		for _, th := range threads {
 			byName[th.Name] = th
 		}
@@ -57,8 +59,8 @@ func blockedThreads(t *testing.T, pid int, u *Unwinder, mem StackMemory, want ma
 				return fmt.Errorf("%s in syscall %d", name, th.Syscall)
 			}
 		}
-		u.UnwindBlocked(threads, mem)
-		byName = map[string]Thread{}
+		procfs.UnwindBlocked(u, threads, mem)
+		byName = map[string]procfs.Thread{}
 		for _, th := range threads {
 			byName[th.Name] = th
 		}
@@ -104,7 +106,7 @@ func gdbStacks(t *testing.T, pid int) map[int]gdbThread {
 	return stacks
 }
 
-func frameNames(st []StackFrame) []string {
+func frameNames(st []symbolize.StackFrame) []string {
 	var out []string
 	for _, f := range st {
 		out = append(out, f.Name())
@@ -137,7 +139,7 @@ func subsequence(ours, theirs []string) bool {
 }
 
 // programFrames are the frames in the program's own binary.
-func programFrames(st []StackFrame, module string) []string {
+func programFrames(st []symbolize.StackFrame, module string) []string {
 	var out []string
 	for _, f := range st {
 		if f.Module == module {
@@ -180,8 +182,8 @@ func TestUnwindStacksMatchGDB(t *testing.T) {
 	for _, build := range []string{"-O0", "-O1", "-O2", "nocfi", "debug_frame"} {
 		t.Run(build, func(t *testing.T) {
 			p := testnative.StartWith(t, testnative.Options{Flags: builds[build]}, "stacks")
-			fs := NewFS("/proc")
-			u := fs.NewUnwinder(p.PID)
+			fs := procfs.NewFS("/proc")
+			u := symbolize.NewUnwinder(fs.Target(p.PID))
 			defer u.Close()
 			mem := fs.NewMemReader(p.PID)
 			defer mem.Close()
@@ -241,8 +243,8 @@ func TestUnwindThroughJITCode(t *testing.T) {
 	for _, build := range []string{"-O0", "-O2"} {
 		t.Run(build, func(t *testing.T) {
 			p := testnative.StartWith(t, testnative.Options{Flags: []string{build}}, "stacks")
-			fs := NewFS("/proc")
-			u := fs.NewUnwinder(p.PID)
+			fs := procfs.NewFS("/proc")
+			u := symbolize.NewUnwinder(fs.Target(p.PID))
 			defer u.Close()
 			mem := fs.NewMemReader(p.PID)
 			defer mem.Close()
@@ -270,8 +272,8 @@ func TestUnwindThroughSignalHandler(t *testing.T) {
 	for _, build := range []string{"-O0", "-O2", "nocfi"} {
 		t.Run(build, func(t *testing.T) {
 			p := testnative.StartWith(t, testnative.Options{Flags: builds[build]}, "stacks")
-			fs := NewFS("/proc")
-			u := fs.NewUnwinder(p.PID)
+			fs := procfs.NewFS("/proc")
+			u := symbolize.NewUnwinder(fs.Target(p.PID))
 			defer u.Close()
 			mem := fs.NewMemReader(p.PID)
 			defer mem.Close()
@@ -302,8 +304,8 @@ func TestUnwindStrippedNamesAreStable(t *testing.T) {
 	var runs [2]map[string][]string
 	for i := range runs {
 		p := testnative.StartWith(t, testnative.Options{Flags: flags, Stripped: true}, "stacks")
-		fs := NewFS("/proc")
-		u := fs.NewUnwinder(p.PID)
+		fs := procfs.NewFS("/proc")
+		u := symbolize.NewUnwinder(fs.Target(p.PID))
 		mem := fs.NewMemReader(p.PID)
 		byName := blockedThreads(t, p.PID, u, mem, stacksProgramThreads)
 		runs[i] = map[string][]string{}
@@ -363,25 +365,25 @@ func (fs elfFuncs) name(vaddr uint64) string {
 // frames are named demangled, as gdb names them.
 func TestUnwindCXXNamesDemangle(t *testing.T) {
 	p := testnative.Start(t, "std_mutex", "3", "200000")
-	fs := NewFS("/proc")
-	u := fs.NewUnwinder(p.PID)
+	fs := procfs.NewFS("/proc")
+	u := symbolize.NewUnwinder(fs.Target(p.PID))
 	defer u.Close()
 	mem := fs.NewMemReader(p.PID)
 	defer mem.Close()
 	// Two of the three wait on the lock, one sleeps holding it; which
 	// changes: wait until some thread waits in a futex.
-	var waiter Thread
+	var waiter procfs.Thread
 	r, err := fs.NewThreadReader(p.PID)
 	require.NoError(t, err)
 	defer r.Close()
-	require.NoError(t, pollUntil(30*time.Second, func() error {
+	require.NoError(t, testnative.PollUntil(30*time.Second, func() error {
 		threads, err := r.Read(nil)
 		if err != nil {
 			return err
 		}
-		u.UnwindBlocked(threads, mem)
+		procfs.UnwindBlocked(u, threads, mem)
 		for _, th := range threads {
-			if strings.HasPrefix(th.Name, "cxx-") && th.Syscall == sysFutex && len(th.Stack) > 0 {
+			if strings.HasPrefix(th.Name, "cxx-") && th.Syscall == unix.SYS_FUTEX && len(th.Stack) > 0 {
 				waiter = th
 				return nil
 			}
@@ -411,28 +413,4 @@ func TestUnwindCXXNamesDemangle(t *testing.T) {
 	assert.Positive(t, cxx, "C++ frames of the program: %v", got)
 	assert.True(t, slices.ContainsFunc(got, func(n string) bool { return strings.Contains(n, "pthread_mutex_lock") }), "%v", got)
 	t.Logf("%v", got)
-}
-
-// TestUnwindBlockedSetsOnlyBlockedThreads: UnwindBlocked unwinds the
-// threads blocked in a system call and clears the Stack of the others
-// (a stack left from an earlier sweep would be stale).
-func TestUnwindBlockedSetsOnlyBlockedThreads(t *testing.T) {
-	p := testnative.Start(t, "stacks")
-	fs := NewFS("/proc")
-	u := fs.NewUnwinder(p.PID)
-	defer u.Close()
-	mem := fs.NewMemReader(p.PID)
-	defer mem.Close()
-	byName := blockedThreads(t, p.PID, u, mem, stacksProgramThreads)
-	threads := []Thread{byName["deep"], byName["holder"]}
-	threads[1].Syscall = SyscallRunning
-	threads[1].Stack = []StackFrame{{PC: 1}}
-	u.UnwindBlocked(threads, mem)
-	assert.Contains(t, frameNames(threads[0].Stack), "level_a")
-	assert.Nil(t, threads[1].Stack)
-	p.Stop()
-	// The process gone: no stack beyond the frame its PC names, no panic.
-	threads[0].Stack = nil
-	u.UnwindBlocked(threads, mem)
-	assert.LessOrEqual(t, len(threads[0].Stack), 1)
 }

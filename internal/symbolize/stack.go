@@ -1,11 +1,7 @@
-package procfs
+package symbolize
 
 import (
-	"errors"
-	"os"
 	"strconv"
-
-	"golang.org/x/sys/unix"
 )
 
 // StackFrame is one frame of a native thread's user stack. A stack is a
@@ -60,45 +56,6 @@ type Regs struct {
 // (MemReader) and a copy of the stack a perf sample carries both are one.
 type StackMemory interface {
 	ReadStack(addr uint64, b []byte) bool
-}
-
-// ReadStack reads len(b) bytes of the process's memory at addr through
-// /proc/<pid>/mem; false when they cannot be read (an unmapped address, a
-// process gone, no permission). MemReader is a StackMemory.
-func (r *MemReader) ReadStack(addr uint64, b []byte) bool {
-	if r == nil || !r.open() || addr > 1<<63 {
-		return false
-	}
-	got, err := unix.Pread(int(r.file.Fd()), b, int64(addr))
-	if err != nil || got != len(b) {
-		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-			r.denied = true
-			r.Close()
-		}
-		return false
-	}
-	return true
-}
-
-// open opens /proc/<pid>/mem on first use; false when it cannot be.
-func (r *MemReader) open() bool {
-	if r.file != nil {
-		return true
-	}
-	if r.denied || r.failed {
-		return false
-	}
-	f, err := os.Open(r.fs.pidPath(r.pid, "mem"))
-	if err != nil {
-		if errors.Is(err, os.ErrPermission) {
-			r.denied = true
-		} else {
-			r.failed = true
-		}
-		return false
-	}
-	r.file = f
-	return true
 }
 
 // MaxStackFrames bounds the frames an unwind keeps: deeper stacks are cut

@@ -1,4 +1,4 @@
-package procfs
+package symbolize
 
 import (
 	"debug/elf"

@@ -1,25 +1,26 @@
-package procfs
+package symbolize_test
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/internal/testnative"
+	"github.com/stretchr/testify/require"
 )
 
 // manyBlockedThreads starts many_threads with n sleepers and returns its
 // threads once all of them sleep in a system call.
-func manyBlockedThreads(b *testing.B, n int) (*testnative.Process, []Thread) {
+func manyBlockedThreads(b *testing.B, n int) (*testnative.Process, []procfs.Thread) {
 	b.Helper()
 	p := testnative.Start(b, "many_threads", "1000")
-	r, err := NewFS("/proc").NewThreadReader(p.PID)
+	r, err := procfs.NewFS("/proc").NewThreadReader(p.PID)
 	require.NoError(b, err)
 	defer r.Close()
-	var threads []Thread
-	require.NoError(b, pollUntil(60*time.Second, func() error {
+	var threads []procfs.Thread
+	require.NoError(b, testnative.PollUntil(60*time.Second, func() error {
 		threads, err = r.Read(nil)
 		if err != nil {
 			return err
@@ -44,7 +45,7 @@ type errorString string
 
 func (e errorString) Error() string { return string(e) }
 
-func reportUnwind(b *testing.B, u *Unwinder, threads []Thread) {
+func reportUnwind(b *testing.B, u *symbolize.Unwinder, threads []procfs.Thread) {
 	st := u.Stats()
 	frames := 0
 	for _, t := range threads {
@@ -73,15 +74,15 @@ func reportUnwind(b *testing.B, u *Unwinder, threads []Thread) {
 // op is the whole sweep (UnwindBlocked, its read of the maps included).
 func BenchmarkUnwind1000ThreadsWarm(b *testing.B) {
 	p, threads := manyBlockedThreads(b, 1000)
-	fs := NewFS("/proc")
-	u := fs.NewUnwinder(p.PID)
+	fs := procfs.NewFS("/proc")
+	u := symbolize.NewUnwinder(fs.Target(p.PID))
 	defer u.Close()
 	mem := fs.NewMemReader(p.PID)
 	defer mem.Close()
-	u.UnwindBlocked(threads, mem)
+	procfs.UnwindBlocked(u, threads, mem)
 	b.ResetTimer()
 	for b.Loop() {
-		u.UnwindBlocked(threads, mem)
+		procfs.UnwindBlocked(u, threads, mem)
 	}
 	b.StopTimer()
 	reportUnwind(b, u, threads)
@@ -92,16 +93,14 @@ func BenchmarkUnwind1000ThreadsWarm(b *testing.B) {
 // binaries' .eh_frame and symbols again (libc's from its debug file).
 func BenchmarkUnwind1000ThreadsCold(b *testing.B) {
 	p, threads := manyBlockedThreads(b, 1000)
-	fs := NewFS("/proc")
+	fs := procfs.NewFS("/proc")
 	mem := fs.NewMemReader(p.PID)
 	defer mem.Close()
-	var u *Unwinder
+	var u *symbolize.Unwinder
 	for b.Loop() {
-		tableCache.Lock()
-		tableCache.m = nil
-		tableCache.Unlock()
-		u = fs.NewUnwinder(p.PID)
-		u.UnwindBlocked(threads, mem)
+		symbolize.ClearTableCache()
+		u = symbolize.NewUnwinder(fs.Target(p.PID))
+		procfs.UnwindBlocked(u, threads, mem)
 	}
 	b.StopTimer()
 	reportUnwind(b, u, threads)
@@ -110,16 +109,19 @@ func BenchmarkUnwind1000ThreadsCold(b *testing.B) {
 // TestUnwindTableBytes logs what libc's tables hold, part by part.
 func TestUnwindTableBytesLibc(t *testing.T) {
 	p := testnative.Start(t, "many_threads", "2")
-	fs := NewFS("/proc")
-	u := fs.NewUnwinder(p.PID)
+	fs := procfs.NewFS("/proc")
+	u := symbolize.NewUnwinder(fs.Target(p.PID))
 	defer u.Close()
-	threads := readThreads(t, p.PID)
-	u.UnwindBlocked(threads, fs.NewMemReader(p.PID))
-	for _, m := range u.modules {
-		if m.tab != nil {
-			t.Logf("%s: eh %d bytes (%d FDEs, section %d), funcs %d bytes (%d functions, names %d)", m.name,
-				m.tab.eh.bytes(), m.tab.eh.fdeCount(), len(m.tab.eh.data), m.tab.funcs.Load().bytes(), len(m.tab.funcs.Load().funcs), len(m.tab.funcs.Load().names))
-		}
+	r, err := fs.NewThreadReader(p.PID)
+	require.NoError(t, err)
+	defer r.Close()
+	threads, err := r.Read(nil)
+	require.NoError(t, err)
+	procfs.UnwindBlocked(u, threads, fs.NewMemReader(p.PID))
+	tables := u.TableSizes()
+	require.NotEmpty(t, tables, "no module's tables were loaded")
+	for _, line := range tables {
+		t.Log(line)
 	}
 }
 
@@ -128,11 +130,11 @@ func TestUnwindTableBytesLibc(t *testing.T) {
 // debug file's symbols), then one stack.
 func BenchmarkUnwindFirstStackCold(b *testing.B) {
 	p := testnative.Start(b, "many_threads", "1")
-	fs := NewFS("/proc")
+	fs := procfs.NewFS("/proc")
 	mem := fs.NewMemReader(p.PID)
 	defer mem.Close()
-	var th Thread
-	require.NoError(b, pollUntil(30*time.Second, func() error {
+	var th procfs.Thread
+	require.NoError(b, testnative.PollUntil(30*time.Second, func() error {
 		r, err := fs.NewThreadReader(p.PID)
 		if err != nil {
 			return err
@@ -150,14 +152,12 @@ func BenchmarkUnwindFirstStackCold(b *testing.B) {
 		}
 		return errNotYet
 	}))
-	var u *Unwinder
-	var st []StackFrame
+	var u *symbolize.Unwinder
+	var st []symbolize.StackFrame
 	for b.Loop() {
-		tableCache.Lock()
-		tableCache.m = nil
-		tableCache.Unlock()
-		u = fs.NewUnwinder(p.PID)
-		st = u.Unwind(Regs{PC: th.SyscallPC, SP: th.SyscallSP}, mem, MaxStackFrames)
+		symbolize.ClearTableCache()
+		u = symbolize.NewUnwinder(fs.Target(p.PID))
+		st = u.Unwind(symbolize.Regs{PC: th.SyscallPC, SP: th.SyscallSP}, mem, symbolize.MaxStackFrames)
 	}
 	b.StopTimer()
 	if len(st) < 4 {

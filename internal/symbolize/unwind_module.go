@@ -1,4 +1,4 @@
-package procfs
+package symbolize
 
 import (
 	"debug/elf"
@@ -127,7 +127,7 @@ func (u *Unwinder) module(first Mapping) *unwindModule {
 		clear(u.modules)
 	}
 	u.modules[first.Path] = um
-	file, err := openMapped(u.fs, u.pid, first)
+	file, err := u.proc.OpenMapped(first)
 	if err != nil {
 		return um
 	}
@@ -144,7 +144,7 @@ func (u *Unwinder) module(first Mapping) *unwindModule {
 	if err := unix.Fstat(int(file.Fd()), &st); err != nil {
 		return um
 	}
-	id := buildID(f)
+	id := BuildID(f)
 	key := tableKey{id: id, dev: st.Dev, ino: st.Ino, size: uint64(st.Size), mtime: st.Mtim.Nano()}
 	tableCache.Lock()
 	tab := tableCache.m[key]
@@ -178,9 +178,9 @@ func (u *Unwinder) loadTables(file *os.File, f *elf.File, id, binPath string) *m
 	funcs := loadFuncTable(file, size, f, elf.SHT_SYMTAB)
 	lines := loadLineTable(f)
 	if funcs == nil || tab.eh == nil && tab.debug == nil {
-		dfile, df := openDebugFile(u.fs, u.pid, id)
+		dfile, df := openDebugFile(u.proc, id)
 		if dfile == nil {
-			dfile, df = openDebugLink(u.fs, u.pid, f, binPath, id)
+			dfile, df = openDebugLink(u.proc, f, binPath, id)
 		}
 		if dfile != nil {
 			if funcs == nil {

@@ -1,69 +1,13 @@
-package procfs
+package symbolize
 
 import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
-
-	"golang.org/x/sys/unix"
 )
-
-// errNotMapped refuses a file that is not the one the target mapped.
-var errNotMapped = errors.New("not the file the process mapped")
-
-// openMapped opens the binary behind mapping m of process pid, as the
-// target sees it, for reading its symbols. The path comes from the
-// target's maps and names a place its owner may control (a library in
-// its own directory, since replaced by a link), and ctprof often runs as
-// root: the path is looked up under the target's root with openat2
-// (RESOLVE_IN_ROOT: a link resolves inside that root, never on the host),
-// as an O_PATH descriptor first, and the file is opened for reading only
-// once it is a regular file with the device and inode the mapping names.
-// A deleted file is reached through map_files, the kernel's own link to
-// the mapped file (root only), checked the same way.
-func openMapped(fs FS, pid int, m Mapping) (*os.File, error) {
-	var fd int
-	var err error
-	if m.Deleted() {
-		fd, err = unix.Open(fs.pidPath(pid, "map_files", fmt.Sprintf("%x-%x", m.Start, m.End)), unix.O_PATH|unix.O_CLOEXEC, 0)
-	} else {
-		var root int
-		root, err = unix.Open(fs.pidPath(pid, "root"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return nil, err
-		}
-		fd, err = Openat2(root, strings.TrimPrefix(m.Path, "/"), &unix.OpenHow{
-			Flags:   unix.O_PATH | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-		})
-		unix.Close(root)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Ino != m.Inode ||
-		unix.Major(st.Dev) != m.DevMajor || unix.Minor(st.Dev) != m.DevMinor {
-		return nil, fmt.Errorf("%s: %w", m.Path, errNotMapped)
-	}
-	// Reopening the O_PATH descriptor opens the inode just checked.
-	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	return os.NewFile(uintptr(rfd), m.Path), nil
-}
 
 // symbolTable is the data symbols of one binary, sorted by address, whose
 // names stay in the file until a lookup returns them: a big library's

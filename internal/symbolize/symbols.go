@@ -1,4 +1,4 @@
-package procfs
+package symbolize
 
 import (
 	"debug/elf"
@@ -72,8 +72,7 @@ func (l Location) ShortName() string {
 // once per binary, and resolved addresses are cached, so resolving the same
 // futex every tick costs a map lookup.
 type Symbolizer struct {
-	fs   FS
-	pid  int
+	proc Process
 	maps []Mapping
 	// ranges are the binaries' spans over maps, computed when the maps
 	// are read: a JVM has thousands of mappings (two per thread stack),
@@ -87,11 +86,11 @@ type Symbolizer struct {
 	// (two lines per thread of a JVM) is never read; noQuery: it has not,
 	// or the target waits on so many addresses that the text serves
 	// better (queried counts the addresses asked; see queryBudget).
-	query   *mapsQuery
+	query   MapsQuery
 	noQuery bool
 	queried int
 	// stacks remembers, by the start of an anonymous mapping, the thread
-	// whose stack it was last seen to be (GroupFutexWaits).
+	// whose stack it was last seen to be (NoteStack, StackOwner).
 	stacks map[uint64]int
 	// pending are the build-ids of its binaries asked of debuginfod.
 	pending map[string]bool
@@ -101,14 +100,18 @@ type Symbolizer struct {
 // threads for hours.
 const maxStacks = 4096
 
-// noteStack remembers that the mapping starting at start is tid's stack
+// NoteStack remembers that the mapping starting at start is tid's stack
 // (a later thread may reuse a stack glibc kept: the latest sighting wins).
-func (s *Symbolizer) noteStack(start uint64, tid int) {
+func (s *Symbolizer) NoteStack(start uint64, tid int) {
 	if s.stacks == nil || len(s.stacks) >= maxStacks {
 		s.stacks = map[uint64]int{}
 	}
 	s.stacks[start] = tid
 }
+
+// StackOwner is the thread whose stack the mapping starting at start was
+// last seen to be (NoteStack); 0 when none was.
+func (s *Symbolizer) StackOwner(start uint64) int { return s.stacks[start] }
 
 // queryBudget is the number of addresses resolved by PROCMAP_QUERY before
 // the symbolizer turns to the maps text for good. On a 2,000-thread JVM a
@@ -131,9 +134,9 @@ type resolved struct {
 	start, end uint64
 }
 
-// NewSymbolizer returns a symbolizer for pid; it reads the maps on first use.
-func (f FS) NewSymbolizer(pid int) *Symbolizer {
-	return &Symbolizer{fs: f, pid: pid, modules: map[string]*elfModule{}, cache: map[uint64]resolved{}}
+// NewSymbolizer returns a symbolizer for p; it reads the maps on first use.
+func NewSymbolizer(p Process) *Symbolizer {
+	return &Symbolizer{proc: p, modules: map[string]*elfModule{}, cache: map[uint64]resolved{}}
 }
 
 // Resolve names addr. An address that no mapping contains gets a Location
@@ -141,6 +144,23 @@ func (f FS) NewSymbolizer(pid int) *Symbolizer {
 func (s *Symbolizer) Resolve(addr uint64) (Location, error) {
 	r, err := s.resolveSpan(addr)
 	return r.loc, err
+}
+
+// Region is a resolved address with, for private anonymous memory (a
+// thread's stack may be one), the span of its mapping.
+type Region struct {
+	Location
+	Start, End uint64
+}
+
+// PrivateAnonymous reports memory of no binary and no shared mapping,
+// with its span known: it may be a thread's stack.
+func (r Region) PrivateAnonymous() bool { return r.Module == anonymousMemory && r.End > r.Start }
+
+// ResolveRegion is Resolve with the span of an anonymous mapping.
+func (s *Symbolizer) ResolveRegion(addr uint64) (Region, error) {
+	r, err := s.resolveSpan(addr)
+	return Region{Location: r.loc, Start: r.start, End: r.end}, err
 }
 
 // resolveSpan is Resolve with the span of an anonymous mapping.
@@ -186,13 +206,11 @@ func (s *Symbolizer) Prepare() error {
 		return nil
 	}
 	if !s.noQuery {
-		q, err := s.fs.openMapsQuery(s.pid)
-		if err != nil {
-			return err
-		}
-		if _, _, err := q.find(0, true, false); errors.Is(err, errNoProcmapQuery) {
-			q.Close()
+		q, err := s.proc.QueryMaps()
+		if errors.Is(err, ErrNoMapsQuery) {
 			s.noQuery = true
+		} else if err != nil {
+			return err
 		} else {
 			s.query = q
 			return nil
@@ -231,7 +249,7 @@ func (s *Symbolizer) readMaps() error {
 	if s.maps != nil {
 		return nil
 	}
-	m, err := s.fs.Maps(s.pid)
+	m, err := s.proc.Maps()
 	if err != nil {
 		return err
 	}
@@ -312,7 +330,7 @@ func (s *Symbolizer) inMapping(addr uint64, m Mapping) resolved {
 			l.Module = "shared memory (file " + m.Path + ")"
 		}
 	case m.Path == "[stack]":
-		l.Module = "[stack:" + strconv.Itoa(s.pid) + "]"
+		l.Module = "[stack:" + strconv.Itoa(s.proc.PID()) + "]"
 	case m.Path == "":
 		l.Module = anonymousMemory
 		return resolved{loc: l, start: m.Start, end: m.End}
@@ -329,7 +347,7 @@ const anonymousMemory = "anonymous memory"
 // may be. It names addresses as resolve does from the maps text.
 func (s *Symbolizer) resolveByQuery(addr uint64) (resolved, bool, error) {
 	l := resolved{loc: Location{Address: addr}}
-	m, ok, err := s.query.find(addr, false, false)
+	m, ok, err := s.query.Find(addr, false, false)
 	if err != nil || !ok {
 		return l, false, err
 	}
@@ -337,7 +355,7 @@ func (s *Symbolizer) resolveByQuery(addr uint64) (resolved, bool, error) {
 	if !m.FileBacked() && m.Path == "" && !m.Shared() && m.Start > 0 {
 		// A file's .bss continues past its last file-backed mapping into
 		// the anonymous one right after its private writable data.
-		prev, ok, err := s.query.find(m.Start-1, false, false)
+		prev, ok, err := s.query.Find(m.Start-1, false, false)
 		if err != nil {
 			return l, false, err
 		}
@@ -363,7 +381,7 @@ func (s *Symbolizer) resolveByQuery(addr uint64) (resolved, bool, error) {
 // range starts.
 func (s *Symbolizer) firstMapping(m Mapping) Mapping {
 	for k := 0; k < 64 && m.Start > 0; k++ {
-		prev, ok, err := s.query.find(m.Start-1, false, false)
+		prev, ok, err := s.query.Find(m.Start-1, false, false)
 		if err != nil || !ok || prev.End != m.Start || prev.Path != m.Path {
 			break
 		}
@@ -492,7 +510,7 @@ func (s *Symbolizer) module(path string, first Mapping) *elfModule {
 	}
 	em := &elfModule{start: first.Start}
 	s.modules[path] = em
-	file, err := openMapped(s.fs, s.pid, first)
+	file, err := s.proc.OpenMapped(first)
 	if err != nil {
 		em.err = err
 		return em
@@ -530,10 +548,10 @@ func (s *Symbolizer) module(path string, first Mapping) *elfModule {
 	if !hasSymtab(f) {
 		// A stripped binary: its full table may be in a debug package,
 		// or in the file its .gnu_debuglink names.
-		id := buildID(f)
-		dfile, df := openDebugFile(s.fs, s.pid, id)
+		id := BuildID(f)
+		dfile, df := openDebugFile(s.proc, id)
 		if dfile == nil {
-			dfile, df = openDebugLink(s.fs, s.pid, f, first.Path, id)
+			dfile, df = openDebugLink(s.proc, f, first.Path, id)
 		}
 		if c := fetcher(); dfile == nil && c != nil && id != "" {
 			if p, ok := c.Lookup(id); ok {

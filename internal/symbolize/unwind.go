@@ -1,4 +1,4 @@
-package procfs
+package symbolize
 
 import (
 	"encoding/binary"
@@ -18,10 +18,9 @@ import (
 // An Unwinder is for one goroutine at a time; the tables it reads are
 // shared by all (tableCache).
 type Unwinder struct {
-	fs  FS
-	pid int
+	proc Process
 	// maps are the target's mappings by address, read at each sweep
-	// (UnwindBlocked) and again when an address falls outside them.
+	// (ReadMaps) and again when an address falls outside them.
 	maps     []Mapping
 	ranges   []moduleRange
 	mapsRead time.Time
@@ -80,24 +79,15 @@ const (
 	mapsRereadAfter = 100 * time.Millisecond
 )
 
-// NewUnwinder returns an unwinder for pid's threads; it reads nothing yet.
-func (f FS) NewUnwinder(pid int) *Unwinder {
-	return &Unwinder{fs: f, pid: pid, modules: map[string]*unwindModule{}, pcs: map[uint64]pcInfo{}, calls: map[uint64]bool{}, sigs: map[uint64]bool{}}
+// NewUnwinder returns an unwinder for p's threads; it reads nothing yet.
+func NewUnwinder(p Process) *Unwinder {
+	return &Unwinder{proc: p, modules: map[string]*unwindModule{}, pcs: map[uint64]pcInfo{}, calls: map[uint64]bool{}, sigs: map[uint64]bool{}}
 }
 
-// UnwindBlocked sets the Stack of each thread blocked in a system call
-// whose stack pointer and program counter are known, and clears the
-// others'. It reads the target's maps once for the sweep.
-func (u *Unwinder) UnwindBlocked(threads []Thread, mem StackMemory) {
-	u.readMaps()
-	for i := range threads {
-		t := &threads[i]
-		t.Stack = nil
-		if t.Syscall >= 0 && t.SyscallPC != 0 && t.SyscallSP != 0 {
-			t.Stack = u.Unwind(Regs{PC: t.SyscallPC, SP: t.SyscallSP}, mem, MaxStackFrames)
-		}
-	}
-}
+// ReadMaps reads the target's maps again, as a sweep does before it
+// unwinds its blocked threads: code mapped since (a library loaded, a
+// JIT's new code) is found without waiting for an address outside them.
+func (u *Unwinder) ReadMaps() { u.readMaps() }
 
 // Stats returns the unwinder's counts so far.
 func (u *Unwinder) Stats() UnwindStats {
@@ -130,7 +120,7 @@ func (u *Unwinder) Close() error {
 // changed, what was cached of them is dropped.
 func (u *Unwinder) readMaps() bool {
 	u.mapsRead = time.Now()
-	m, err := u.fs.Maps(u.pid)
+	m, err := u.proc.Maps()
 	if err != nil {
 		return false
 	}

@@ -1,4 +1,4 @@
-package procfs
+package symbolize
 
 import (
 	"bytes"
@@ -9,64 +9,13 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"testing"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/internal/testnative"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
-
-// mappingOf describes path as a maps line would: its device and inode.
-func mappingOf(t *testing.T, path string) Mapping {
-	t.Helper()
-	var st unix.Stat_t
-	require.NoError(t, unix.Stat(path, &st))
-	return Mapping{Start: 0x1000, End: 0x2000, Perms: "r--p", Path: path, Inode: st.Ino,
-		DevMajor: unix.Major(st.Dev), DevMinor: unix.Minor(st.Dev)}
-}
-
-// The file behind a mapping is opened only if it is still the file that
-// was mapped: a path its owner replaced by a link (to a file ctprof, as
-// root, could read and the owner could not), by another file, or by a
-// FIFO (whose open would block) is refused, without blocking.
-func TestOpenMappedRefusesAnythingButTheMappedFile(t *testing.T) {
-	dir := t.TempDir()
-	lib := filepath.Join(dir, "libapp.so")
-	require.NoError(t, os.WriteFile(lib, []byte("the mapped library"), 0o644))
-	m := mappingOf(t, lib)
-	self := os.Getpid()
-	// A mapping keeps its file alive, so no new file gets its inode.
-	mapped, err := os.Open(lib)
-	require.NoError(t, err)
-	defer mapped.Close()
-
-	f, err := openMapped(NewFS("/proc"), self, m)
-	require.NoError(t, err)
-	b := make([]byte, 64)
-	n, _ := f.Read(b)
-	f.Close()
-	assert.Equal(t, "the mapped library", string(b[:n]))
-
-	other := filepath.Join(dir, "secret")
-	require.NoError(t, os.WriteFile(other, []byte("not for the target"), 0o600))
-	for name, plant := range map[string]func() error{
-		"a link to another file":    func() error { return os.Symlink(other, lib) },
-		"a link to a host path":     func() error { return os.Symlink("/etc/passwd", lib) },
-		"another file in its place": func() error { return os.WriteFile(lib, []byte("impostor"), 0o644) },
-		"a FIFO":                    func() error { return unix.Mkfifo(lib, 0o644) },
-	} {
-		t.Run(name, func(t *testing.T) {
-			require.NoError(t, os.Remove(lib))
-			require.NoError(t, plant())
-			_, err := openMapped(NewFS("/proc"), self, m)
-			assert.ErrorIs(t, err, errNotMapped)
-		})
-	}
-}
 
 // symbolBinaries are the binaries whose symbols the tests read: a
 // program of the tests' own, libc (.dynsym only), and the two JVMs'
@@ -377,61 +326,4 @@ func FuzzLoadSymbols(f *testing.F) {
 			}
 		}
 	})
-}
-
-// openFiles counts this process's descriptors on path.
-func openFiles(t *testing.T, path string) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	n := 0
-	for _, e := range ents {
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == path {
-			n++
-		}
-	}
-	return n
-}
-
-// A module stays open while names may be read from it, and Close closes
-// it; a Resolve after Close opens it again and names the same.
-func TestSymbolizerCloseClosesModules(t *testing.T) {
-	p := testnative.Start(t, "mutex_contention", "2", "1", "3000")
-	fs := NewFS("/proc")
-	maps, err := fs.Maps(p.PID)
-	require.NoError(t, err)
-	exe, err := os.Readlink(fs.pidPath(p.PID, "exe"))
-	require.NoError(t, err)
-	var first Mapping
-	for _, m := range maps {
-		if m.Path == exe {
-			first = m
-			break
-		}
-	}
-	require.Equal(t, exe, first.Path)
-	s := fs.NewSymbolizer(p.PID)
-	em := s.module(first.Path, first)
-	require.NoError(t, em.err)
-	var addr uint64
-	for i, sym := range em.syms.syms {
-		if em.syms.name(i) == "contended_mutex" {
-			addr = em.bias + sym.value
-		}
-	}
-	require.NotZero(t, addr)
-	require.NoError(t, s.Close())
-	require.Zero(t, openFiles(t, exe))
-
-	l, err := s.Resolve(addr)
-	require.NoError(t, err)
-	assert.Equal(t, "contended_mutex", l.Symbol)
-	assert.Equal(t, 1, openFiles(t, exe), "kept open for names")
-	require.NoError(t, s.Close())
-	assert.Zero(t, openFiles(t, exe))
-	s = fs.NewSymbolizer(p.PID)
-	defer s.Close()
-	l, err = s.Resolve(addr + 4)
-	require.NoError(t, err)
-	assert.Equal(t, "contended_mutex+0x4", l.Symbol+"+0x"+strconv.FormatUint(l.SymbolOffset, 16))
 }

@@ -1,12 +1,9 @@
-package procfs
+package symbolize
 
 import (
 	"debug/elf"
 	"encoding/hex"
 	"os"
-	"strconv"
-
-	"golang.org/x/sys/unix"
 )
 
 // debugDir is where Debian's -dbgsym packages (and other distributions'
@@ -21,8 +18,8 @@ const ntGNUBuildID = 3
 // for the usual SHA-1 one).
 const maxBuildIDLen = 64
 
-// buildID is the GNU build-id of f, hex encoded; "" when it has none.
-func buildID(f *elf.File) string {
+// BuildID is the GNU build-id of f, hex encoded; "" when it has none.
+func BuildID(f *elf.File) string {
 	sec := f.Section(".note.gnu.build-id")
 	if sec == nil || sec.Type != elf.SHT_NOTE || sec.Size > 4096 {
 		return ""
@@ -58,13 +55,13 @@ func hasSymtab(f *elf.File) bool {
 
 // openDebugFile opens the separate debug file of a binary with build-id
 // id, as the target sees the file system (its root): the target's
-// packages are the ones whose symbols fit its binaries. Like openMapped,
+// packages are the ones whose symbols fit its binaries. Like Process.OpenMapped,
 // it resolves the path inside that root and reads only a regular file.
-func openDebugFile(fs FS, pid int, id string) (*os.File, *elf.File) {
+func openDebugFile(p Process, id string) (*os.File, *elf.File) {
 	if len(id) < 4 {
 		return nil, nil
 	}
-	return debugFileOf(openInRoot(fs, pid, debugDir+id[:2]+"/"+id[2:]+".debug"), id)
+	return debugFileOf(p.OpenInRoot(debugDir+id[:2]+"/"+id[2:]+".debug"), id)
 }
 
 // debugFileOf parses file as the debug file of build-id id, and closes it
@@ -75,37 +72,9 @@ func debugFileOf(file *os.File, id string) (*os.File, *elf.File) {
 		return nil, nil
 	}
 	f, err := elf.NewFile(file)
-	if err != nil || buildID(f) != id {
+	if err != nil || BuildID(f) != id {
 		file.Close()
 		return nil, nil
 	}
 	return file, f
-}
-
-// openInRoot opens the regular file at path (relative to the target's
-// root) for reading, resolved inside that root without following magic
-// links; nil when there is none.
-func openInRoot(fs FS, pid int, path string) *os.File {
-	root, err := unix.Open(fs.pidPath(pid, "root"), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil
-	}
-	defer unix.Close(root)
-	fd, err := Openat2(root, path, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if err != nil {
-		return nil
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil
-	}
-	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil
-	}
-	return os.NewFile(uintptr(rfd), path)
 }

@@ -1,4 +1,4 @@
-package procfs
+package symbolize
 
 import (
 	"bytes"
@@ -61,7 +61,7 @@ const maxDebugLinkCRCBytes = 512 << 20
 // binary, in its .debug/, and under /usr/lib/debug/<its directory>. A file
 // is taken only if its build-id is the binary's (id), or, when it has
 // none, its CRC matches.
-func openDebugLink(fs FS, pid int, f *elf.File, binPath, id string) (*os.File, *elf.File) {
+func openDebugLink(proc Process, f *elf.File, binPath, id string) (*os.File, *elf.File) {
 	name, crc, ok := debugLink(f)
 	if !ok || !strings.HasPrefix(binPath, "/") {
 		return nil, nil
@@ -71,7 +71,7 @@ func openDebugLink(fs FS, pid int, f *elf.File, binPath, id string) (*os.File, *
 		if p == strings.TrimPrefix(binPath, "/") {
 			continue // the binary itself
 		}
-		file := openInRoot(fs, pid, p)
+		file := proc.OpenInRoot(p)
 		if file == nil {
 			continue
 		}
@@ -87,7 +87,7 @@ func openDebugLink(fs FS, pid int, f *elf.File, binPath, id string) (*os.File, *
 // debugFileMatches says a debug file is the binary's: the same build-id,
 // or, without one, the CRC its .gnu_debuglink gives.
 func debugFileMatches(file *os.File, df *elf.File, id string, crc uint32) bool {
-	if did := buildID(df); did != "" || id != "" {
+	if did := BuildID(df); did != "" || id != "" {
 		return did == id
 	}
 	st, err := file.Stat()
@@ -192,7 +192,7 @@ func VerifyDebugFile(p, id string) error {
 		return fmt.Errorf("not an ELF file: %w", err)
 	}
 	defer f.Close()
-	if got := buildID(f); got != id {
+	if got := BuildID(f); got != id {
 		return fmt.Errorf("its build-id is %q", got)
 	}
 	if !hasSymtab(f) {

@@ -1,9 +1,8 @@
-package procfs
+package symbolize_test
 
 import (
 	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -17,11 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctprof/ctprof/internal/debuginfod"
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
+	"github.com/ctprof/ctprof/internal/testnative"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/ctprof/ctprof/internal/debuginfod"
-	"github.com/ctprof/ctprof/internal/testnative"
 )
 
 // Stripped programs whose symbols live elsewhere, as in production: in a
@@ -57,12 +57,12 @@ func deepChain(t *testing.T, bin string) []string {
 
 // deepStack unwinds the stacks program running from bin and returns its
 // "deep" thread's stack.
-func deepStack(t *testing.T, bin string) []StackFrame {
+func deepStack(t *testing.T, bin string) []symbolize.StackFrame {
 	t.Helper()
 	p := testnative.StartWith(t, testnative.Options{Binary: bin}, "stacks")
 	defer p.Stop()
-	fs := NewFS("/proc")
-	u := fs.NewUnwinder(p.PID)
+	fs := procfs.NewFS("/proc")
+	u := symbolize.NewUnwinder(fs.Target(p.PID))
 	defer u.Close()
 	mem := fs.NewMemReader(p.PID)
 	defer mem.Close()
@@ -120,7 +120,7 @@ func TestStrippedBinaryNamedFromMiniDebugInfo(t *testing.T) {
 	runTool(t, dir, "objcopy", "--add-section", ".gnu_debugdata=mini.xz", "stacks")
 	f, err := elf.Open(filepath.Join(dir, "stacks"))
 	require.NoError(t, err)
-	assert.False(t, hasSymtab(f), "stripped")
+	assert.Nil(t, f.SectionByType(elf.SHT_SYMTAB), "stripped")
 	assert.NotNil(t, f.Section(".gnu_debugdata"))
 	f.Close()
 	chain := deepChain(t, filepath.Join(dir, "stacks"))
@@ -139,25 +139,25 @@ func TestStrippedBinaryNamedByDebuginfod(t *testing.T) {
 	runTool(t, dir, "strip", "-o", "stacks", full)
 	f, err := elf.Open(filepath.Join(dir, "stacks"))
 	require.NoError(t, err)
-	id := buildID(f)
+	id := symbolize.BuildID(f)
 	f.Close()
 	require.NotEmpty(t, id)
 
 	url := startDebuginfod(t, served)
 	waitServed(t, url, id)
 	cache := t.TempDir()
-	c := debuginfod.New(debuginfod.Options{URLs: []string{url}, CacheDir: cache, Timeout: 10 * time.Second, Verify: VerifyDebugFile})
+	c := debuginfod.New(debuginfod.Options{URLs: []string{url}, CacheDir: cache, Timeout: 10 * time.Second, Verify: symbolize.VerifyDebugFile})
 	defer c.Close()
-	SetDebuginfod(c)
-	defer SetDebuginfod(nil)
+	symbolize.SetDebuginfod(c)
+	defer symbolize.SetDebuginfod(nil)
 
 	p := testnative.StartWith(t, testnative.Options{Binary: filepath.Join(dir, "stacks")}, "stacks")
-	fs := NewFS("/proc")
-	u := fs.NewUnwinder(p.PID)
+	fs := procfs.NewFS("/proc")
+	u := symbolize.NewUnwinder(fs.Target(p.PID))
 	defer u.Close()
 	mem := fs.NewMemReader(p.PID)
 	defer mem.Close()
-	sym := fs.NewSymbolizer(p.PID)
+	sym := symbolize.NewSymbolizer(fs.Target(p.PID))
 	defer sym.Close()
 	threads := blockedThreads(t, p.PID, u, mem, stacksProgramThreads)
 	first := frameNames(threads["deep"].Stack)
@@ -177,14 +177,14 @@ func TestStrippedBinaryNamedByDebuginfod(t *testing.T) {
 	// A server without the file: module+offset stays, and the reason is
 	// told once.
 	empty := startDebuginfod(t, t.TempDir())
-	c2 := debuginfod.New(debuginfod.Options{URLs: []string{empty}, CacheDir: t.TempDir(), Timeout: 10 * time.Second, Verify: VerifyDebugFile})
+	c2 := debuginfod.New(debuginfod.Options{URLs: []string{empty}, CacheDir: t.TempDir(), Timeout: 10 * time.Second, Verify: symbolize.VerifyDebugFile})
 	defer c2.Close()
-	SetDebuginfod(c2)
+	symbolize.SetDebuginfod(c2)
 	b, err := os.ReadFile(filepath.Join(dir, "stacks"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "stacks-other"), b, 0o755)) // a new file: its tables are read afresh
 	p2 := testnative.StartWith(t, testnative.Options{Binary: filepath.Join(dir, "stacks-other")}, "stacks")
-	u2 := fs.NewUnwinder(p2.PID)
+	u2 := symbolize.NewUnwinder(fs.Target(p2.PID))
 	defer u2.Close()
 	mem2 := fs.NewMemReader(p2.PID)
 	defer mem2.Close()
@@ -266,36 +266,14 @@ func waitServed(t *testing.T, url, id string) {
 	}
 }
 
-func FuzzDebugLink(f *testing.F) {
-	f.Add([]byte("stacks.debug\x00\x00\x00\x00\x12\x34\x56\x78"))
-	f.Add([]byte("../x\x00\x00\x00\x00\x01\x02\x03\x04"))
-	f.Add([]byte("\x00\x00\x00\x00"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		name, _, ok := parseDebugLink(b, binary.LittleEndian.Uint32)
-		if ok && (name == "" || strings.Contains(name, "/") || name == "." || name == "..") {
-			t.Fatalf("took %q", name)
-		}
-	})
-}
-
-func FuzzMiniDebugInfo(f *testing.F) {
-	f.Add([]byte{0xfd, '7', 'z', 'X', 'Z', 0})
-	f.Add([]byte("not xz"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if r, df := parseMiniDebugInfo(b); r != nil {
-			_ = loadFuncTable(r, r.Size(), df, elf.SHT_SYMTAB)
-		}
-	})
-}
-
 // Frames carry the file and line of their address where the binary (or
 // its debug file) has a line table: the deep chain's level_c waits at its
 // nanosleep call, which level_b calls from its own line. Without the debug
 // file, the stripped binary's frames have no line.
 func TestFramesCarryFileAndLine(t *testing.T) {
 	lineOf := func(text string) int { return testnative.SourceLine(t, "stacks.c", text) }
-	frames := func(bin string) map[string]StackFrame {
-		out := map[string]StackFrame{}
+	frames := func(bin string) map[string]symbolize.StackFrame {
+		out := map[string]symbolize.StackFrame{}
 		for _, f := range deepStack(t, bin) {
 			out[f.Name()] = f
 		}
@@ -319,27 +297,4 @@ func TestFramesCarryFileAndLine(t *testing.T) {
 			assert.Empty(t, f.FileLine(), "frame %s of a stripped binary without its debug file", name)
 		}
 	}
-}
-
-// FuzzLineTable reads line tables from mangled binaries: no panic, and
-// every row found names a file of the table.
-func FuzzLineTable(f *testing.F) {
-	if b, err := os.ReadFile(testnative.Build(f, "stacks")); err == nil {
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		ef, err := elf.NewFile(bytes.NewReader(b))
-		if err != nil {
-			return
-		}
-		lt := loadLineTable(ef)
-		if lt == nil {
-			return
-		}
-		for i := 0; i < len(lt.addrs); i += 1 + len(lt.addrs)/64 {
-			if file, line, ok := lt.lookup(lt.addrs[i]); ok && (file == "" || line <= 0) {
-				t.Fatalf("row %d: %q:%d", i, file, line)
-			}
-		}
-	})
 }
