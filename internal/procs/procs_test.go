@@ -285,28 +285,38 @@ func TestCandidatesFoldTrees(t *testing.T) {
 		_ = cmd.Wait()
 	}()
 	l := New("/proc")
+	fs := procfs.NewFS("/proc")
 	var row *Candidate
 	var rows []Candidate
+	var kids []int
+	// Until both shells have started their sleep, and one listing saw them.
 	require.Eventually(t, func() bool {
 		rows, _, _ = l.Candidates(CandidateFilter{All: true})
 		row = nil
+		listed := map[int]bool{}
 		for i := range rows {
+			listed[rows[i].PID] = true
 			if rows[i].PID == cmd.Process.Pid {
 				row = &rows[i]
 			}
 		}
-		return row != nil && row.Processes == 3
-	}, 10*time.Second, 20*time.Millisecond, "the shell and its two shells as one row")
+		kids, _, _ = fs.Descendants(cmd.Process.Pid, 0)
+		sleeping := 0
+		for _, k := range kids {
+			if fs.Executable(k) == "/usr/bin/sleep" && listed[k] {
+				sleeping++
+			}
+		}
+		return row != nil && row.Processes == 3 && sleeping == 2
+	}, 10*time.Second, 20*time.Millisecond, "the shell and its two shells as one row, each sleep a row of its own")
 	assert.Equal(t, 3, row.Threads)
-	kids, _, err := procfs.NewFS("/proc").Descendants(cmd.Process.Pid, 0)
-	require.NoError(t, err)
 	listed := map[int]bool{}
 	for _, r := range rows {
 		listed[r.PID] = true
 	}
 	sleeps := 0
 	for _, k := range kids {
-		if procfs.NewFS("/proc").Executable(k) == "/usr/bin/sleep" {
+		if fs.Executable(k) == "/usr/bin/sleep" {
 			sleeps++
 			assert.True(t, listed[k], "sleep %d runs another program: a row of its own", k)
 		} else {
