@@ -27,7 +27,7 @@ JAVALIBS_PINS := testdata/javalibs/libraries.txt
 JAVALIBS_DIR  := build/javalibs
 MVN           ?= mvn
 
-.PHONY: all build deps assets javalibs test unit fuzz vet bench demo fmt lint clean help
+.PHONY: all build deps assets javalibs otelcol test unit fuzz vet bench demo fmt lint clean help
 
 all: build
 
@@ -36,6 +36,7 @@ help:
 	@echo "make demo    start a contended Java program, profile it live (ctprof attach), write an HTML report"
 	@echo "make test    install what is missing, vet, run every test (real JVMs included) and short fuzz runs"
 	@echo "make javalibs fetch the pinned jars the library tests run, with Maven (build/javalibs, sha256-checked)"
+	@echo "make otelcol  build the OpenTelemetry Collector the OTLP tests send to (build/otelcol-ctprof-test)"
 	@echo "make bench   parser, /proc sweep, scrape, process-exporter and one-shot benchmarks (docs/PERFORMANCE.md)"
 	@echo "make fmt     gofmt the tree;  make lint  gofmt check + go vet"
 
@@ -87,13 +88,23 @@ javalibs:
 		mv "$$tmp/$$file.jar" "$$jar" || exit 1; \
 	done
 
+# The OpenTelemetry Collector the OTLP profiles tests send to: built from
+# the Collector's own Go modules (internal/testotelcol/collector, a module
+# of its own, pinned by its go.sum: ctprof's binary does not link it) into
+# build/. The first build fetches its modules through the Go module proxy.
+OTELCOL := build/otelcol-ctprof-test
+otelcol: $(OTELCOL)
+$(OTELCOL): internal/testotelcol/collector/go.mod internal/testotelcol/collector/go.sum internal/testotelcol/collector/main.go
+	@mkdir -p build
+	cd internal/testotelcol/collector && $(GO) build -o $(abspath $(OTELCOL)) .
+
 vet: assets
 	$(GO) vet ./...
 
 test: deps assets javalibs vet unit fuzz
 	@echo "make test: all tests passed"
 
-unit: javalibs
+unit: javalibs otelcol
 	@if [ -d "$(SHARED_DUMPS)" ]; then \
 		echo "real-world dump corpus: $(SHARED_DUMPS) (the corpus tests run)"; \
 	else \

@@ -334,7 +334,7 @@ func (a *Aggregator) exactWaitStacks() []*WaitStack {
 	}
 	out := make([]*WaitStack, 0, len(a.exact.stacks))
 	for _, es := range a.exact.stacks {
-		ws := &WaitStack{Frames: append([]string{}, es.frames...), Count: int64(es.waits + 0.5), WaitNanos: int64(es.nanos + 0.5), ByLock: map[string]int64{}}
+		ws := &WaitStack{Frames: append([]string{}, es.frames...), Count: int64(es.waits + 0.5), WaitNanos: int64(es.nanos + 0.5), ByLock: map[string]int64{}, Source: WaitsFutexTrace}
 		for id, v := range es.byLock {
 			ws.ByLock[id] = int64(v + 0.5)
 		}

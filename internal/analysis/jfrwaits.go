@@ -93,7 +93,16 @@ type WaitStack struct {
 	// ByLock splits WaitNanos by LockSummary.ID (at most
 	// maxWaitStackLocks locks; the rest only in WaitNanos).
 	ByLock map[string]int64
+	// Source says who measured the waits: WaitsJFR (a Flight Recorder
+	// recording) or WaitsFutexTrace (the kernel's futex tracepoints).
+	Source string
 }
+
+// Who measured a WaitStack's waits.
+const (
+	WaitsJFR        = "jfr"
+	WaitsFutexTrace = "futex-trace"
+)
 
 const (
 	maxJFRSites       = 16
@@ -376,7 +385,7 @@ func (a *Aggregator) WaitStacks() []*WaitStack {
 	ids := a.jfr.ids
 	out := make([]*WaitStack, 0, len(a.jfr.stacks))
 	for _, ws := range a.jfr.stacks {
-		c := &WaitStack{Frames: append([]string{}, ws.Frames...), Count: ws.Count, WaitNanos: ws.WaitNanos, ByLock: map[string]int64{}}
+		c := &WaitStack{Frames: append([]string{}, ws.Frames...), Count: ws.Count, WaitNanos: ws.WaitNanos, ByLock: map[string]int64{}, Source: WaitsJFR}
 		for k, v := range ws.ByLock {
 			if id, ok := ids[k]; ok {
 				c.ByLock[id] += v

@@ -5,6 +5,8 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/ctprof/ctprof/internal/outfile"
+	"github.com/google/pprof/profile"
 	"io"
 	"os"
 	"os/signal"
@@ -42,6 +44,7 @@ type AttachOptions struct {
 	JVM liveJVMFlags
 	// Native targets: the kernel's count of futex waits.
 	Native nativeFlags
+	OTLP   otlpFlags
 	// Record appends every sample to this recording (ctprof report).
 	Record string
 	// Listen, when set, serves Prometheus metrics of the run there;
@@ -107,6 +110,9 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 			if err := opts.JVM.validate(); err != nil {
 				return err
 			}
+			if err := opts.OTLP.validate(); err != nil {
+				return err
+			}
 			if err := opts.Native.validate(); err != nil {
 				return err
 			}
@@ -145,6 +151,7 @@ func NewCmdAttach(io IO, runF func(*AttachOptions) error) *cobra.Command {
 	f.IntVar(&opts.Top, "top", 10, "rows per table in the text summary")
 	opts.JVM.register(f)
 	opts.Native.register(f)
+	opts.OTLP.register(f)
 	opts.Out.register(f)
 	f.StringVar(&opts.Record, "record", "", "also append every sample to this recording file, for ctprof report")
 	f.StringVar(&opts.Listen, "listen", "", "serve Prometheus metrics at this address while sampling (e.g. 127.0.0.1:9901)")
@@ -199,6 +206,16 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 		}()
 	}
 
+	exp, err := opts.OTLP.open(opts.IO.ErrOut)
+	if err != nil {
+		return err
+	}
+	defer exp.Shutdown()
+	if srv != nil && exp != nil {
+		srv.MustRegister(exp)
+	}
+	stream := exp.Target(s.Target(), Version(), func() (*profile.Profile, error) { return outfile.Pprof(agg) })
+
 	var rec *record.Writer
 	if opts.Record != "" {
 		if rec, err = record.Create(opts.Record, record.Header{Version: Version(), Start: time.Now(), Target: s.Target(), Interval: opts.Interval, Port: opts.Port}); err != nil {
@@ -236,7 +253,11 @@ func attachRun(ctx context.Context, opts *AttachOptions) error {
 		if showStatus {
 			fmt.Fprintf(opts.IO.ErrOut, "\r\x1b[K%s", report.StatusLine(time.Since(start), seen, snap))
 		}
+		stream.Tick(time.Now())
 	})
+	if n > 0 {
+		stream.Final(time.Now())
+	}
 	reason := s.StopReason()
 	if showStatus {
 		fmt.Fprint(opts.IO.ErrOut, "\r\x1b[K")

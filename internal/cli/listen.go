@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -16,7 +17,10 @@ func startMetrics(ctx context.Context, io IO, addr, webConfig string, top, maxRe
 		Addr: addr, WebConfigFile: webConfig, Logger: logger, Top: top, Version: Version(), MaxRequests: maxRequests,
 	})
 	if err != nil {
-		return nil, nil, listenHint(err)
+		if errors.Is(err, metrics.ErrAddress) {
+			return nil, nil, usageErrorf("--listen: %v", err)
+		}
+		return nil, nil, metrics.ListenHint(err)
 	}
 	where := "http://" + srv.Addr() + "/metrics"
 	if srv.TLS() {

@@ -65,7 +65,7 @@ func psRun(opts *PsOptions) error {
 	}
 	if uninspected > 0 {
 		// Said on stderr so that the listing (and its JSON) stays clean.
-		defer fmt.Fprintln(opts.IO.ErrOut, uninspectedMessage(uninspected, os.Geteuid() == 0))
+		defer fmt.Fprintln(opts.IO.ErrOut, procs.UninspectedMessage(uninspected, os.Geteuid() == 0))
 	}
 	if opts.Format == "json" {
 		enc := json.NewEncoder(opts.IO.Out)
@@ -73,20 +73,4 @@ func psRun(opts *PsOptions) error {
 		return enc.Encode(rows)
 	}
 	return procs.WriteTable(opts.IO.Out, rows)
-}
-
-// uninspectedMessage says why some processes could not be told JVM or not:
-// their memory maps were refused. To another user, because they are
-// another user's; to root, because the kernel still refuses them (a
-// process that made itself undumpable in a user namespace root's
-// capabilities do not reach, such as a container's or a VM's init).
-func uninspectedMessage(n int, root bool) string {
-	what := "processes"
-	if n == 1 {
-		what = "process"
-	}
-	if root {
-		return fmt.Sprintf("ctprof: %d %s could not be inspected (JVM or not): the kernel refused their memory maps even to root (an undumpable process in a user namespace ctprof's capabilities do not reach)", n, what)
-	}
-	return fmt.Sprintf("ctprof: %d %s could not be inspected (JVM or not): they belong to other users; run as root or as their user", n, what)
 }

@@ -165,8 +165,8 @@ func TestPsHonoursProcRoot(t *testing.T) {
 // ps run as root does not tell root to run as root: it says what refused
 // it (here, where PID 1 can be a VM's undumpable init, and in a test).
 func TestPsUninspectedMessage(t *testing.T) {
-	assert.Equal(t, "ctprof: 2 processes could not be inspected (JVM or not): they belong to other users; run as root or as their user", uninspectedMessage(2, false))
-	m := uninspectedMessage(1, true)
+	assert.Equal(t, "ctprof: 2 processes could not be inspected (JVM or not): they belong to other users; run as root or as their user", procs.UninspectedMessage(2, false))
+	m := procs.UninspectedMessage(1, true)
 	assert.Contains(t, m, "1 process could not be inspected")
 	assert.NotContains(t, m, "run as root")
 }

@@ -36,6 +36,7 @@ type ServeOptions struct {
 	// JVM tunes the thread dumps of JVM targets.
 	JVM      liveJVMFlags
 	Native   nativeFlags
+	OTLP     otlpFlags
 	ProcRoot string
 
 	// onListen, when set, is told the bound address (tests listen on
@@ -76,6 +77,9 @@ func NewCmdServe(io IO, runF func(*ServeOptions) error) *cobra.Command {
 				return usageErrorf("serve needs targets: --pid N, --name REGEX or --java (ctprof ps lists candidates)")
 			}
 			if err := opts.JVM.validate(); err != nil {
+				return err
+			}
+			if err := opts.OTLP.validate(); err != nil {
 				return err
 			}
 			if err := opts.Native.validate(); err != nil {
@@ -125,6 +129,7 @@ func NewCmdServe(io IO, runF func(*ServeOptions) error) *cobra.Command {
 	f.IntVar(&opts.Port, "port", 0, "count only TCP connections to this local server port (clients on the target's Unix sockets always count)")
 	opts.JVM.register(f)
 	opts.Native.register(f)
+	opts.OTLP.register(f)
 	f.Lookup("exact-waits").Usage = "native targets: count every futex wait with the kernel's tracepoints where the privilege allows (root or CAP_PERFMON): auto or off"
 	f.StringVar(&opts.Listen, "listen", metrics.DefaultAddr, "address to serve metrics on (host:port; :port for all interfaces)")
 	f.StringVar(&opts.WebConfigFile, "web.config.file", "", "Prometheus exporter-toolkit web configuration: TLS and basic auth")
@@ -151,9 +156,17 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srv, served, err := startMetrics(ctx, opts.IO, opts.Listen, opts.WebConfigFile, opts.Top, maxRequestsOption(opts.MaxRequests))
+	srv, served, err := startMetrics(ctx, opts.IO, opts.Listen, opts.WebConfigFile, opts.Top, metrics.MaxRequestsOfFlag(opts.MaxRequests))
 	if err != nil {
 		return err
+	}
+	exp, err := opts.OTLP.open(opts.IO.ErrOut)
+	if err != nil {
+		return err
+	}
+	defer exp.Shutdown()
+	if exp != nil {
+		srv.MustRegister(exp)
 	}
 	fmt.Fprintln(opts.IO.ErrOut, "ctprof: Ctrl-C stops")
 	if opts.onListen != nil {
@@ -162,7 +175,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 
 	ts := serve.New(serve.Options{
 		PIDs: opts.PIDs, Name: re, Java: opts.Java, Interval: opts.Interval, Port: opts.Port, JVM: opts.JVM.options(),
-		ExactWaits: opts.Native.mode(), Tree: opts.Native.treeMode(), Discovery: opts.Discovery, ProcRoot: opts.ProcRoot, Exporter: srv,
+		ExactWaits: opts.Native.mode(), Tree: opts.Native.treeMode(), Discovery: opts.Discovery, ProcRoot: opts.ProcRoot, Exporter: srv, Profiles: exp, Version: Version(),
 		Report: func(ev serve.Event) { fmt.Fprintln(opts.IO.ErrOut, ev.Message(opts.Interval)) },
 	})
 	followed := make(chan struct{})
@@ -185,27 +198,4 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 		}
 		return err
 	}
-}
-
-// listenHint adds what to do about a port in use or a privileged port.
-func listenHint(err error) error {
-	switch {
-	case errors.Is(err, metrics.ErrAddress):
-		return usageErrorf("--listen: %v", err)
-	case errors.Is(err, syscall.EADDRINUSE):
-		return fmt.Errorf("%w; choose another with --listen", err)
-	case errors.Is(err, syscall.EACCES):
-		// Not wrapped: the generic permission hint is about files.
-		return fmt.Errorf("%v; ports below 1024 need root or CAP_NET_BIND_SERVICE, choose another with --listen", err)
-	}
-	return err
-}
-
-// maxRequestsOption is --max-requests for the metrics server, whose 0
-// means its default: the flag's 0 (no bound) is a negative bound there.
-func maxRequestsOption(n int) int {
-	if n <= 0 {
-		return -1
-	}
-	return n
 }

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -401,8 +402,11 @@ func TestServeDeployExamplesParse(t *testing.T) {
 							HostPID               bool `yaml:"hostPID"`
 							ShareProcessNamespace bool `yaml:"shareProcessNamespace"`
 							Containers            []struct {
-								Name            string   `yaml:"name"`
-								Args            []string `yaml:"args"`
+								Name string   `yaml:"name"`
+								Args []string `yaml:"args"`
+								Env  []struct {
+									Name string `yaml:"name"`
+								} `yaml:"env"`
 								SecurityContext struct {
 									Capabilities struct {
 										Add []string `yaml:"add"`
@@ -430,6 +434,14 @@ func TestServeDeployExamplesParse(t *testing.T) {
 				assert.Equal(t, "serve", c.Args[0], f)
 				assert.Contains(t, strings.Join(c.Args, " "), "--listen :9901", "%s: a pod is scraped over the pod network", f)
 				invocations = append(invocations, c.Args[1:])
+				var env []string
+				for _, e := range c.Env {
+					env = append(env, e.Name)
+				}
+				// The downward API names the pod only where it is the
+				// target's (docs/otlp.md).
+				assert.Contains(t, env, "K8S_NODE_NAME", f)
+				assert.Equal(t, f == "sidecar.yaml", slices.Contains(env, "K8S_POD_NAME"), "%s: %v", f, env)
 			}
 		}
 		assert.True(t, found, "%s has a ctprof container", f)
@@ -438,6 +450,7 @@ func TestServeDeployExamplesParse(t *testing.T) {
 	unit, err := os.ReadFile(filepath.Join(root, "deploy", "systemd", "ctprof.service"))
 	require.NoError(t, err)
 	assert.Regexp(t, `(?m)^ExecStart=/usr/local/bin/ctprof serve \$CTPROF_ARGS$`, string(unit))
+	assert.Contains(t, string(unit), "\nEnvironmentFile=-/etc/ctprof/otlp.env\n", "the OTLP settings")
 	envRE := regexp.MustCompile(`(?m)^#?\s*Environment="CTPROF_ARGS=([^"]*)"$`)
 	envs := envRE.FindAllStringSubmatch(string(unit), -1)
 	require.Len(t, envs, 2, "the default and the drop-in example")
@@ -447,6 +460,9 @@ func TestServeDeployExamplesParse(t *testing.T) {
 
 	docs, err := os.ReadFile(filepath.Join(root, "docs", "prometheus.md"))
 	require.NoError(t, err)
+	otlpDocs, err := os.ReadFile(filepath.Join(root, "docs", "otlp.md"))
+	require.NoError(t, err)
+	docs = append(append(docs, '\n'), otlpDocs...)
 	cmdRE := regexp.MustCompile(`(?m)^(?:\s*)ctprof serve (.*?)\s*(?:#.*)?$`)
 	lines := cmdRE.FindAllStringSubmatch(string(docs)+"\n"+serveExample, -1)
 	require.GreaterOrEqual(t, len(lines), 8)

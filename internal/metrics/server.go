@@ -222,8 +222,33 @@ func listenError(addr string, err error) error {
 	return fmt.Errorf("listen %s: %w", addr, err)
 }
 
+// ListenHint adds what to do about a port in use or a privileged port.
+func ListenHint(err error) error {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return fmt.Errorf("%w; choose another with --listen", err)
+	case errors.Is(err, syscall.EACCES):
+		// Not wrapped: the generic permission hint is about files.
+		return fmt.Errorf("%v; ports below 1024 need root or CAP_NET_BIND_SERVICE, choose another with --listen", err)
+	}
+	return err
+}
+
+// MaxRequestsOfFlag is ServerOptions.MaxRequests for --max-requests, whose
+// 0 (no bound) is a negative bound there (0 is the default).
+func MaxRequestsOfFlag(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
 // Collector is the server's collector, for callers that want its Targets.
 func (s *Server) Collector() *Collector { return s.collector }
+
+// MustRegister adds ctprof's own collectors to /metrics (the OTLP
+// exporter's counts); a second collector of the same metrics panics.
+func (s *Server) MustRegister(c prometheus.Collector) { s.registry.MustRegister(c) }
 
 // Register starts exporting a target; see Collector.Register.
 func (s *Server) Register(t TargetInfo, src SummarySource) { s.collector.Register(t, src) }

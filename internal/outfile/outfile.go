@@ -9,6 +9,7 @@ package outfile
 import (
 	"errors"
 	"fmt"
+	"github.com/google/pprof/profile"
 	"io"
 	"os"
 	"path/filepath"
@@ -147,13 +148,7 @@ func (o *Files) Write(w io.Writer, agg *analysis.Aggregator, sources []string) e
 				return report.HTML(f, report.HTMLInput{Summary: s, Stacks: stacks, WaitStacks: waitStacks, Sources: sources, Generated: time.Now()})
 			})
 		case "pprof profile":
-			err = WriteAtomic(x[1], func(f io.Writer) error {
-				in := report.PprofInput{Stacks: stacks, WaitStacks: waitStacks, Interval: s.DumpInterval(), Duration: time.Duration(s.DurationSeconds * float64(time.Second))}
-				if s.FirstDump != nil {
-					in.Start = *s.FirstDump
-				}
-				return report.Pprof(f, in)
-			})
+			err = WriteAtomic(x[1], func(f io.Writer) error { return report.Pprof(f, pprofInput(s, stacks, waitStacks)) })
 		case "folded stacks":
 			err = WriteAtomic(x[1], func(f io.Writer) error { return report.Folded(f, stacks) })
 		case "speedscope profile":
@@ -203,4 +198,19 @@ func WriteAtomic(path string, fill func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// pprofInput is what the pprof profile of a run holds.
+func pprofInput(s *analysis.Summary, stacks []*analysis.FoldedStack, waitStacks []*analysis.WaitStack) report.PprofInput {
+	in := report.PprofInput{Stacks: stacks, WaitStacks: waitStacks, Interval: s.DumpInterval(), Duration: time.Duration(s.DurationSeconds * float64(time.Second))}
+	if s.FirstDump != nil {
+		in.Start = *s.FirstDump
+	}
+	return in
+}
+
+// Pprof is the pprof profile of everything agg holds, as --pprof writes
+// it (the OTLP export sends it too).
+func Pprof(agg *analysis.Aggregator) (*profile.Profile, error) {
+	return report.PprofProfile(pprofInput(agg.MetricsSummary(), agg.Stacks(), agg.WaitStacks()))
 }

@@ -124,9 +124,18 @@ func addWaitSamples(p *profile.Profile, stacks []*analysis.WaitStack, location f
 		p.Sample = append(p.Sample, &profile.Sample{
 			Location: stack,
 			Value:    []int64{0, 0, ws.Count, ws.WaitNanos},
-			Label:    map[string][]string{"source": {"jfr"}},
+			Label:    map[string][]string{"source": {waitSource(ws)}},
 		})
 	}
+}
+
+// waitSource is the "source" label of a measured wait's sample: who
+// measured it ("jfr" or "futex-trace").
+func waitSource(ws *analysis.WaitStack) string {
+	if ws.Source == "" {
+		return analysis.WaitsJFR
+	}
+	return ws.Source
 }
 
 // sampleValues are a thread-dump sample's values: two, or four (zero

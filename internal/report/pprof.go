@@ -22,8 +22,9 @@ type PprofInput struct {
 	// Start is the first sample's time (zero leaves it out).
 	Start    time.Time
 	Duration time.Duration
-	// WaitStacks are the waits a JFR recording measured; they fill the
-	// contentions and delay values, as Go's mutex profile does.
+	// WaitStacks are the waits a JFR recording or the kernel's futex
+	// tracepoints measured; they fill the contentions and delay values, as
+	// Go's mutex profile does.
 	WaitStacks []*analysis.WaitStack
 }
 
@@ -31,7 +32,8 @@ type PprofInput struct {
 // sample is one stack in one state of one thread pool, with two values:
 // the thread samples, and the blocked time they stand for (samples in state
 // BLOCKED times the interval between dumps, an estimate). Waits a JFR
-// recording measured come as samples of their own with two more values,
+// recording or the kernel measured come as samples of their own (label
+// "source": "jfr" or "futex-trace") with two more values,
 // contentions (count) and delay (nanoseconds), as in Go's mutex profile
 // (`go tool pprof -sample_index=delay`); the other samples have 0 there.
 // Without a recording the profile has the first two values only. Labels: "state"
@@ -39,6 +41,19 @@ type PprofInput struct {
 // digits written N, i.e. its pool; per-thread names would not bound the
 // profile's size).
 func Pprof(w io.Writer, in PprofInput) error {
+	p, err := PprofProfile(in)
+	if err != nil {
+		return err
+	}
+	if err := p.Write(w); err != nil {
+		return fmt.Errorf("write pprof profile: %w", err)
+	}
+	return nil
+}
+
+// PprofProfile builds the profile Pprof writes; the OTLP export sends the
+// same profile, so the two never disagree.
+func PprofProfile(in PprofInput) (*profile.Profile, error) {
 	interval := in.Interval
 	var comments []string
 	if interval <= 0 {
@@ -130,10 +145,7 @@ func Pprof(w io.Writer, in PprofInput) error {
 		p.DefaultSampleType = "delay"
 	}
 	if err := p.CheckValid(); err != nil {
-		return fmt.Errorf("build pprof profile: %w", err)
+		return nil, fmt.Errorf("build pprof profile: %w", err)
 	}
-	if err := p.Write(w); err != nil {
-		return fmt.Errorf("write pprof profile: %w", err)
-	}
-	return nil
+	return p, nil
 }

@@ -11,6 +11,9 @@ package serve
 import (
 	"context"
 	"errors"
+	"github.com/ctprof/ctprof/internal/otlp"
+	"github.com/ctprof/ctprof/internal/outfile"
+	"github.com/google/pprof/profile"
 	"regexp"
 	"sync"
 	"time"
@@ -63,6 +66,10 @@ type Options struct {
 
 	// Exporter exports the targets; required.
 	Exporter Exporter
+	// Profiles, when set, is sent each target's contention profile every
+	// interval (OTLP); Version is ctprof's, for the profiles' scope.
+	Profiles *otlp.Exporter
+	Version  string
 	// Report, when set, is told what happens to targets. It is called from
 	// Run's goroutine only.
 	Report func(Event)
@@ -299,7 +306,11 @@ func (ts *Targets) start(ctx context.Context, pid int, explicit bool) {
 	go func() {
 		defer ts.wg.Done()
 		defer s.Close()
-		_, err := agg.Drain(tctx, s, nil)
+		profiles := ts.opts.Profiles.Target(t, ts.opts.Version, func() (*profile.Profile, error) { return outfile.Pprof(agg) })
+		n, err := agg.Drain(tctx, s, func(*snapshot.Snapshot) { profiles.Tick(time.Now()) })
+		if n > 0 {
+			profiles.Final(time.Now())
+		}
 		reason := s.StopReason()
 		select {
 		case ts.exited <- targetExit{pid: pid, target: t, reason: reason, err: err}:

@@ -1,0 +1,88 @@
+package otlp
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pprofile"
+
+	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/report"
+	"github.com/ctprof/ctprof/internal/symbolize"
+	"github.com/ctprof/ctprof/internal/testotelcol"
+)
+
+// testPprof is ctprof's pprof profile of a few sampled stacks and
+// measured waits, as --pprof writes it.
+func testPprof(t *testing.T, scale int) *profile.Profile {
+	t.Helper()
+	stacks := []*analysis.FoldedStack{
+		{Frames: []string{"start_thread", "convoy", "pthread_mutex_lock"}, Lines: []symbolize.FrameLine{{}, {File: "lock_convoy.c", Line: 40}, {}},
+			Count: 5 * scale, ByLabel: map[analysis.StackLabel]int{{State: "BLOCKED", Pool: "convoy-N"}: 4 * scale, {State: "RUNNABLE", Pool: "convoy-N"}: scale}},
+		{Frames: []string{"main", "pause"}, Count: scale, ByLabel: map[analysis.StackLabel]int{{State: "WAITING", Pool: "main"}: scale}},
+	}
+	waits := []*analysis.WaitStack{{Frames: []string{"start_thread", "convoy", "pthread_mutex_lock"}, Count: int64(7 * scale), WaitNanos: int64(9e6 * scale), Source: analysis.WaitsFutexTrace}}
+	p, err := report.PprofProfile(report.PprofInput{Stacks: stacks, WaitStacks: waits, Interval: time.Second, Start: time.Unix(1000, 0), Duration: 10 * time.Second})
+	require.NoError(t, err)
+	return p
+}
+
+// labelKey is the attribute key of a pprof label.
+func labelKey(l string) string { return labelKeys[l] }
+
+// OTLP carries exactly pprof's values, stacks (with lines) and labels,
+// one profile per sample type, with the zero entries the format asks for
+// and the resource attributes.
+func TestConvertKeepsThePprofProfile(t *testing.T) {
+	p := testPprof(t, 1)
+	pd, err := Convert(p, Resource{PID: 7, Executable: "lock_convoy", Runtime: "native", Host: "h", Attributes: map[string]string{"service.name": "svc"}}, "v1")
+	require.NoError(t, err)
+	assert.Equal(t, testotelcol.PprofValues(p, labelKey), testotelcol.Values(pd, true))
+	assert.Equal(t, 4, pd.ProfileCount(), "samples, blocked, contentions, delay")
+	d := pd.Dictionary()
+	assert.Equal(t, "", d.StringTable().At(0))
+	assert.Zero(t, d.StackTable().At(0).LocationIndices().Len())
+	assert.Zero(t, d.FunctionTable().At(0).NameStrindex())
+	attrs := pd.ResourceProfiles().At(0).Resource().Attributes().AsRaw()
+	assert.Equal(t, map[string]any{"process.pid": int64(7), "process.executable.name": "lock_convoy", "process.runtime.name": "native", "host.name": "h", "service.name": "svc"}, attrs)
+	measured := map[string]string{}
+	for _, prof := range pd.ResourceProfiles().At(0).ScopeProfiles().At(0).Profiles().All() {
+		m, err := pprofile.FromAttributeIndices(d.AttributeTable(), prof, d)
+		require.NoError(t, err)
+		v, _ := m.Get(AttrMeasuredBy)
+		measured[d.StringTable().At(int(prof.SampleType().TypeStrindex()))] = v.Str()
+		assert.Equal(t, int64(1000e9), int64(prof.Time()))
+		assert.Equal(t, uint64(10e9), prof.DurationNano())
+	}
+	assert.Equal(t, map[string]string{"samples": "thread-samples", "blocked": "thread-samples", "contentions": "futex-trace", "delay": "futex-trace"}, measured)
+}
+
+// A delta holds what grew since the last export, over its own window.
+func TestDeltaIsWhatGrew(t *testing.T) {
+	prev, cur := testPprof(t, 1), testPprof(t, 3)
+	start, now := time.Unix(2000, 0), time.Unix(2015, 0)
+	d := Delta(prev, cur, start, now)
+	assert.Equal(t, start.UnixNano(), d.TimeNanos)
+	assert.Equal(t, int64(15e9), d.DurationNanos)
+	want := testotelcol.PprofValues(testPprof(t, 2), labelKey)
+	assert.Equal(t, want, testotelcol.PprofValues(d, labelKey))
+	// Nothing new: no samples.
+	assert.Empty(t, Delta(cur, cur, start, now).Sample)
+	// The first export is the whole profile; prev is not changed.
+	assert.Equal(t, testotelcol.PprofValues(prev, labelKey), testotelcol.PprofValues(Delta(nil, prev, start, now), labelKey))
+	assert.Equal(t, testotelcol.PprofValues(testPprof(t, 1), labelKey), testotelcol.PprofValues(prev, labelKey))
+}
+
+// A value that shrank (its stack folded into "other") counts as zero.
+func TestDeltaNeverNegative(t *testing.T) {
+	d := Delta(testPprof(t, 3), testPprof(t, 1), time.Unix(0, 0), time.Unix(1, 0))
+	for _, s := range d.Sample {
+		for _, v := range s.Value {
+			assert.GreaterOrEqual(t, v, int64(0))
+		}
+	}
+	assert.Empty(t, d.Sample)
+}
