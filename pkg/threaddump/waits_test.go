@@ -295,3 +295,73 @@ func TestNoReleaserNamedAmongPerTaskObjects(t *testing.T) {
 	}
 	assert.Equal(t, 2, n)
 }
+
+// A task is a loop of its own: a Runnable or Callable that a loop of
+// another organization runs (an executor's worker) or that a wrapper runs
+// is idle at the top of its own run() when nothing of another organization
+// (in the program, of another class) lies between its run() and the wait,
+// and it asks for its next item rather than for another thread's result.
+// The names are made up: the rule reads the shape.
+func TestTaskLoopRule(t *testing.T) {
+	park := []string{"jdk.internal.misc.Unsafe.park", "java.util.concurrent.locks.LockSupport.parkNanos"}
+	cond := append(park, "java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject.awaitNanos")
+	latch := append(park, "java.util.concurrent.CountDownLatch.await")
+	executor := []string{"java.util.concurrent.ThreadPoolExecutor.runWorker",
+		"java.util.concurrent.ThreadPoolExecutor$Worker.run", "java.lang.Thread.run"}
+	submitted := append([]string{"java.util.concurrent.Executors$RunnableAdapter.call",
+		"java.util.concurrent.FutureTask.run"}, executor...)
+	with := func(parts ...[]string) []Frame {
+		var all []string
+		for _, p := range parts {
+			all = append(all, p...)
+		}
+		return stack(all...)
+	}
+	one := func(fs ...string) []string { return fs }
+	for _, tc := range []struct {
+		name    string
+		frames  []Frame
+		program string
+		idle    bool
+		task    bool
+	}{
+		{"a pool's idle remover waits on a condition for its next period, under an executor",
+			with(cond, one("org.pool.idle.IdleRemover$Remover.run"), executor), "com.acme", true, true},
+		{"a framework's consumer takes its next item, submitted to an executor",
+			with(park, one("java.util.concurrent.LinkedBlockingQueue.poll", "org.frame.bus.Consumer.nextEvent",
+				"org.frame.bus.Consumer.run"), submitted), "com.acme", true, true},
+		{"a framework's consumer on the program's own executor (Netty-like, through wrappers)",
+			with(park, one("java.util.concurrent.LinkedBlockingQueue.take", "org.frame.loop.Executor.takeTask",
+				"org.frame.loop.DefaultLoop.run", "org.frame.loop.Executor$4.run", "org.frame.internal.Map$2.run"), executor),
+			"com.acme", true, true},
+		{"the program's consumer task calls take itself (a lambda submitted to an executor)",
+			with(park, one("java.util.concurrent.LinkedBlockingQueue.take", "Main.lambda$main$0", "Main$$Lambda/0x1.run"), submitted),
+			"", true, true},
+		{"a library's task waits on a latch: another thread's result, inside work",
+			with(latch, one("org.pool.Filler.fill", "org.pool.Filler.run"), executor), "com.acme", false, false},
+		{"a library's task joins a thread", with(one("java.lang.Object.wait", "java.lang.Thread.join",
+			"org.pool.Closer.run"), executor), "com.acme", false, false},
+		{"a library's task waits on a queue inside the program's callback",
+			with(park, one("java.util.concurrent.LinkedBlockingQueue.take", "com.acme.Handler.onEvent",
+				"org.frame.bus.Consumer.run"), executor), "com.acme", false, false},
+		{"the program's task waits through a helper of another class",
+			with(cond, one("com.acme.Store.awaitSpace", "com.acme.Task.run"), executor), "com.acme", false, false},
+		{"a wrapper runs one task that waits on a latch: not idle because the wrapper is the thread's loop",
+			with(latch, one("org.lib.Job.await", "org.lib.Job.run", "org.lib.TimeoutHandler$1.run", "java.lang.Thread.run")),
+			"com.acme", false, false},
+		{"a wrapper runs one task that asks for its next item: idle",
+			with(cond, one("org.lib.Poller.run", "org.lib.TimeoutHandler$1.run", "java.lang.Thread.run")), "com.acme", true, false},
+		{"a launcher's main is no loop: what it runs is work",
+			with(park, one("java.util.concurrent.LinkedBlockingQueue.take", "org.build.Main.run", "org.launch.Boot.main")),
+			"org.launch", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ApplyWaitRule(tc.frames, 0, tc.program)
+			assert.Equal(t, tc.idle, r.Idle, r.Reason())
+			assert.Equal(t, tc.task, r.Task, r.Reason())
+			if tc.task {
+				assert.Contains(t, r.Reason(), "task's own loop")
+			}
+		})
+	}
+}
