@@ -365,3 +365,63 @@ func TestTaskLoopRule(t *testing.T) {
 		})
 	}
 }
+
+// A scheduler's worker keeps its own lock while it runs a job (Quartz's
+// SimpleThreadPool$WorkerThread): a timed wait on the job's own object is
+// still a pause when no other thread of the dump asks for that lock; when
+// one queues for it, whoever needs it waits too: contention.
+func TestTimedWaitHoldingOnlyItsOwnLockIsSleep(t *testing.T) {
+	worker := func(name, nid, obj, own string) string {
+		return `"` + name + `" #30 prio=5 os_prio=0 cpu=1.00ms elapsed=9.00s tid=0x00007f0000001000 nid=` + nid + ` in Object.wait()  [0x00007f0000002000]
+   java.lang.Thread.State: TIMED_WAITING (on object monitor)
+	at java.lang.Object.wait(java.base@17.0.8/Native Method)
+	- waiting on <no object reference available>
+	at com.example.PollJob.execute(PollJob.java:51)
+	- locked <` + obj + `> (a com.example.PollJob)
+	at org.quartz.core.JobRunShell.run(JobRunShell.java:203)
+	at org.quartz.simpl.SimpleThreadPool$WorkerThread.run(SimpleThreadPool.java:566)
+	- locked <` + own + `> (a java.lang.Object)
+
+`
+	}
+	blocked := `"scheduler" #40 prio=5 os_prio=0 cpu=1.00ms elapsed=9.00s tid=0x00007f0000004000 nid=0x140 waiting for monitor entry  [0x00007f0000005000]
+   java.lang.Thread.State: BLOCKED (on object monitor)
+	at org.quartz.simpl.SimpleThreadPool$WorkerThread.run(SimpleThreadPool.java:540)
+	- waiting to lock <0x0000000601400011> (a java.lang.Object)
+	at com.example.Scheduler.handOff(Scheduler.java:9)
+	at com.example.Scheduler.run(Scheduler.java:5)
+	at java.lang.Thread.run(java.base@17.0.8/Thread.java:833)
+
+`
+	head := "2024-01-01 00:00:00\nFull thread dump OpenJDK 64-Bit Server VM (17.0.8+7 mixed mode):\n\n"
+	count := func(text string) (sleep, contention int) {
+		for _, li := range parseOne(t, text).Locks() {
+			if li.Lock.Class != "com.example.PollJob" {
+				continue
+			}
+			for _, w := range li.Waiting {
+				if w.Rule.Sleep {
+					sleep++
+				}
+			}
+			contention += len(li.Waiters)
+		}
+		return
+	}
+	for _, tc := range []struct {
+		name              string
+		dump              string
+		sleep, contention int
+	}{
+		{"each worker holds only its own lock", head + worker("jobs_Worker-1", "0x101", "0x0000000601400001", "0x0000000601400011") +
+			worker("jobs_Worker-2", "0x102", "0x0000000601400002", "0x0000000601400012"), 2, 0},
+		{"another thread queues for a worker's lock", head + worker("jobs_Worker-1", "0x101", "0x0000000601400001", "0x0000000601400011") +
+			blocked, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c := count(tc.dump)
+			assert.Equal(t, tc.sleep, s)
+			assert.Equal(t, tc.contention, c)
+		})
+	}
+}
