@@ -362,9 +362,9 @@ func (tb *lockTable) addSignalWait(t *Thread, ev LockEvent, signal *signalWaits)
 		rule = w.Rule
 	}
 	switch {
-	case t.HoldsOtherThan(ev.Lock.Address) && timedObjectWait(w):
-		// Contention unless no other thread uses what it holds or
-		// waits on (resolveReleasers).
+	case t.HoldsOtherThan(ev.Lock.Address) && (rule.Idle || timedObjectWait(w)):
+		// Contention when another thread asks for what it holds;
+		// otherwise idle or a pause (resolveReleasers).
 		e.holding = append(e.holding, w)
 	case t.HoldsOtherThan(ev.Lock.Address):
 		// Whoever needs what it holds waits too.
@@ -478,7 +478,7 @@ func (tb *lockTable) resolveReleasers(threads []*Thread, working []bool) []*Lock
 		li, ws := tb.entries[i].li, tb.entries[i].signals
 		li.ReleaserFrame = -1
 		if h := tb.entries[i].holding; len(h) > 0 {
-			if len(ws) == 0 && ownTimedWait(li, h) && tb.heldAlone(h[0].Thread, li.Lock.Address) {
+			if len(ws) == 0 && !h[0].Rule.Idle && ownTimedWait(li, h) && tb.heldAlone(h[0].Thread, li.Lock.Address) {
 				// A pause on its own object, holding only locks
 				// no other thread of the dump asks for.
 				w := h[0]
@@ -487,8 +487,17 @@ func (tb *lockTable) resolveReleasers(threads []*Thread, working []bool) []*Lock
 				out = append(out, li)
 				continue
 			}
-			// Whoever needs what they hold waits too.
-			li.Waiters = append(li.Waiters, h...)
+			for _, w := range h {
+				if w.Rule.Idle && tb.heldAlone(w.Thread, li.Lock.Address) {
+					// Idle by the rule, holding only locks no
+					// other thread asks for (the JDK executor's
+					// worker lock its task runs under).
+					li.Waiting = append(li.Waiting, w)
+					continue
+				}
+				// Whoever needs what it holds waits too.
+				li.Waiters = append(li.Waiters, w)
+			}
 		}
 		if len(ws) > 0 || li.Owner == nil {
 			r, f, _ := releaser(li, ws, work, instances)

@@ -368,8 +368,8 @@ func TestTaskLoopRule(t *testing.T) {
 
 // A scheduler's worker keeps its own lock while it runs a job (Quartz's
 // SimpleThreadPool$WorkerThread): a timed wait on the job's own object is
-// still a pause when no other thread of the dump asks for that lock; when
-// one queues for it, whoever needs it waits too: contention.
+// still no contention when no other thread of the dump asks for that lock;
+// when one queues for it, whoever needs it waits too: contention.
 func TestTimedWaitHoldingOnlyItsOwnLockIsSleep(t *testing.T) {
 	worker := func(name, nid, obj, own string) string {
 		return `"` + name + `" #30 prio=5 os_prio=0 cpu=1.00ms elapsed=9.00s tid=0x00007f0000001000 nid=` + nid + ` in Object.wait()  [0x00007f0000002000]
@@ -399,11 +399,9 @@ func TestTimedWaitHoldingOnlyItsOwnLockIsSleep(t *testing.T) {
 			if li.Lock.Class != "com.example.PollJob" {
 				continue
 			}
-			for _, w := range li.Waiting {
-				if w.Rule.Sleep {
-					sleep++
-				}
-			}
+			// Not contention: a pause, or idle when the rule
+			// already finds no work between the loop and the wait.
+			sleep += len(li.Waiting)
 			contention += len(li.Waiters)
 		}
 		return
@@ -424,4 +422,44 @@ func TestTimedWaitHoldingOnlyItsOwnLockIsSleep(t *testing.T) {
 			assert.Equal(t, tc.contention, c)
 		})
 	}
+}
+
+// A task of the JDK's executor runs under the executor's worker lock
+// (ThreadPoolExecutor$Worker, an ownable synchronizer): a task that is idle
+// by the rule stays idle when no other thread asks for that lock.
+func TestIdleTaskHoldingItsExecutorsWorkerLock(t *testing.T) {
+	const dump = `2024-01-01 00:00:00
+Full thread dump OpenJDK 64-Bit Server VM (17.0.8+7 mixed mode):
+
+"audit-1" #48 daemon prio=5 os_prio=0 cpu=13.28ms elapsed=5.65s tid=0x00007f55c800c9a0 nid=0x6a99 waiting on condition  [0x00007f55decfe000]
+   java.lang.Thread.State: WAITING (parking)
+	at jdk.internal.misc.Unsafe.park(java.base@17.0.15/Native Method)
+	- parking to wait for  <0x0000000687440658> (a java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject)
+	at java.util.concurrent.locks.LockSupport.park(java.base@17.0.15/LockSupport.java:341)
+	at java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject.await(java.base@17.0.15/AbstractQueuedSynchronizer.java:1630)
+	at java.util.concurrent.LinkedBlockingQueue.take(java.base@17.0.15/LinkedBlockingQueue.java:435)
+	at io.netty.util.concurrent.SingleThreadEventExecutor.takeTask(SingleThreadEventExecutor.java:243)
+	at io.netty.util.concurrent.DefaultEventExecutor.run(DefaultEventExecutor.java:64)
+	at io.netty.util.concurrent.SingleThreadEventExecutor$4.run(SingleThreadEventExecutor.java:1007)
+	at io.netty.util.internal.ThreadExecutorMap$2.run(ThreadExecutorMap.java:74)
+	at java.util.concurrent.ThreadPoolExecutor.runWorker(java.base@17.0.15/ThreadPoolExecutor.java:1136)
+	at java.util.concurrent.ThreadPoolExecutor$Worker.run(java.base@17.0.15/ThreadPoolExecutor.java:635)
+	at java.lang.Thread.run(java.base@17.0.15/Thread.java:840)
+
+   Locked ownable synchronizers:
+	- <0x00000006874406a0> (a java.util.concurrent.ThreadPoolExecutor$Worker)
+
+`
+	d := parseOne(t, dump)
+	n := 0
+	for _, li := range d.Locks() {
+		if li.Lock.Class != "java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject" {
+			continue
+		}
+		n++
+		assert.Empty(t, li.Waiters, "no contention: nobody asks for the worker lock it holds")
+		require.Len(t, li.Waiting, 1)
+		assert.True(t, li.Waiting[0].Rule.Task, li.Waiting[0].Rule.Reason())
+	}
+	assert.Equal(t, 1, n)
 }
