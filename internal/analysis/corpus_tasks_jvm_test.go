@@ -127,15 +127,18 @@ func init() {
 					switch {
 					case strings.HasPrefix(st.State, "BLOCKED") && st.Has("OkHttpTaskRunner.lambda$main"):
 						return threadTruth{truthContention, "ledger"}
-					case tasksWaitsIn(st, "ThreadPoolExecutor.getTask"), poolsWaitFrame(st) == "":
+					case st.Has("ThreadPoolExecutor.getTask"):
+						// A worker with no request (getTask is on no
+						// stack of a worker running one).
 						return threadTruth{Verdict: truthIdle}
 					}
 					return threadTruth{truthContention, "http server"}
 				case strings.HasPrefix(st.Name, "OkHttp "):
 					// The TaskRunner's coordinator waits for its next
 					// task's time; the other runners for a task.
-					if tasksWaitsIn(st, "TaskRunner$RealBackend.coordinatorWait") || tasksWaitsIn(st, "ThreadPoolExecutor.getTask") ||
-						poolsWaitFrame(st) == "" {
+					// (JDK 25's SynchronousQueue waits in
+					// LinkedTransferQueue, below getTask.)
+					if tasksWaitsIn(st, "TaskRunner$RealBackend.coordinatorWait") || st.Has("ThreadPoolExecutor.getTask") {
 						return threadTruth{Verdict: truthIdle}
 					}
 					return threadTruth{truthContention, "okhttp task"}
