@@ -463,3 +463,42 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.8+7 mixed mode):
 	}
 	assert.Equal(t, 1, n)
 }
+
+// The other way: a thread idle by the rule that holds a monitor another
+// thread is queued for holds that thread up: contention.
+func TestIdleWaitHoldingAnAskedForLockIsContention(t *testing.T) {
+	const dump = `2024-01-01 00:00:00
+Full thread dump OpenJDK 64-Bit Server VM (17.0.8+7 mixed mode):
+
+"consumer" #30 prio=5 os_prio=0 cpu=1.00ms elapsed=9.00s tid=0x00007f0000001000 nid=0x101 waiting on condition  [0x00007f0000002000]
+   java.lang.Thread.State: WAITING (parking)
+	at jdk.internal.misc.Unsafe.park(java.base@17.0.8/Native Method)
+	- parking to wait for  <0x0000000601400001> (a java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject)
+	at java.util.concurrent.locks.LockSupport.park(java.base@17.0.8/LockSupport.java:341)
+	at java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject.await(java.base@17.0.8/AbstractQueuedSynchronizer.java:1630)
+	at java.util.concurrent.LinkedBlockingQueue.take(java.base@17.0.8/LinkedBlockingQueue.java:435)
+	at com.example.Consumer.run(Consumer.java:20)
+	- locked <0x0000000601400099> (a com.example.Registry)
+	at java.lang.Thread.run(java.base@17.0.8/Thread.java:833)
+
+"reader" #31 prio=5 os_prio=0 cpu=1.00ms elapsed=9.00s tid=0x00007f0000003000 nid=0x102 waiting for monitor entry  [0x00007f0000004000]
+   java.lang.Thread.State: BLOCKED (on object monitor)
+	at com.example.Registry.lookup(Registry.java:9)
+	- waiting to lock <0x0000000601400099> (a com.example.Registry)
+	at com.example.Reader.run(Reader.java:5)
+	at java.lang.Thread.run(java.base@17.0.8/Thread.java:833)
+
+`
+	d := parseOne(t, dump)
+	found := false
+	for _, li := range d.Locks() {
+		if li.Lock.Address != "0x0000000601400001" {
+			continue
+		}
+		found = true
+		assert.Empty(t, li.Waiting, "not idle: a thread is queued for the monitor it holds")
+		require.Len(t, li.Waiters, 1)
+		assert.Equal(t, "consumer", li.Waiters[0].Thread.Name)
+	}
+	assert.True(t, found)
+}
