@@ -13,9 +13,10 @@ import "strings"
 // call the wait. Any other wait is called from inside work and is
 // contention, whatever its classes are called.
 //
-// A task is a loop of its own: a Runnable or Callable that a loop of
-// another organization runs (an executor's worker below a pool's idle
-// remover or a framework's consumer), or that a wrapper runs, is idle at the
+// A task is a loop of its own: a Runnable or Callable that a run loop of
+// another organization runs (the thread's outermost run(), such as an
+// executor's worker below a pool's idle remover or a framework's
+// consumer), or that a wrapper runs, is idle at the
 // top of its own run() when the rule above holds with that run() as the
 // loop and it asks for its next item (a queue, a condition, a monitor, a
 // semaphore) rather than for another thread's result (a latch, a future, a
