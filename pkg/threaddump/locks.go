@@ -236,6 +236,10 @@ type lockTable struct {
 type lockEntry struct {
 	li      *LockInfo
 	signals []Waiter
+	// holding are timed Object.wait()s of threads that hold another
+	// lock: contention, unless the object and the locks they hold are
+	// the waiting thread's alone (ownTimedWait, heldAlone).
+	holding []Waiter
 }
 
 // newLockTable sizes the table for threads. Every lock is named by some
@@ -358,6 +362,10 @@ func (tb *lockTable) addSignalWait(t *Thread, ev LockEvent, signal *signalWaits)
 		rule = w.Rule
 	}
 	switch {
+	case t.HoldsOtherThan(ev.Lock.Address) && (rule.Idle || timedObjectWait(w)):
+		// Contention when another thread asks for what it holds;
+		// otherwise idle or a pause (resolveReleasers).
+		e.holding = append(e.holding, w)
 	case t.HoldsOtherThan(ev.Lock.Address):
 		// Whoever needs what it holds waits too.
 		li.Waiters = append(li.Waiters, w)
@@ -469,6 +477,28 @@ func (tb *lockTable) resolveReleasers(threads []*Thread, working []bool) []*Lock
 	for i := range tb.entries {
 		li, ws := tb.entries[i].li, tb.entries[i].signals
 		li.ReleaserFrame = -1
+		if h := tb.entries[i].holding; len(h) > 0 {
+			if len(ws) == 0 && !h[0].Rule.Idle && ownTimedWait(li, h) && tb.heldAlone(h[0].Thread, li.Lock.Address) {
+				// A pause on its own object, holding only locks
+				// no other thread of the dump asks for.
+				w := h[0]
+				w.Rule.Idle, w.Rule.Sleep = true, true
+				li.Waiting = append(li.Waiting, w)
+				out = append(out, li)
+				continue
+			}
+			for _, w := range h {
+				if w.Rule.Idle && tb.heldAlone(w.Thread, li.Lock.Address) {
+					// Idle by the rule, holding only locks no
+					// other thread asks for (the JDK executor's
+					// worker lock its task runs under).
+					li.Waiting = append(li.Waiting, w)
+					continue
+				}
+				// Whoever needs what it holds waits too.
+				li.Waiters = append(li.Waiters, w)
+			}
+		}
 		if len(ws) > 0 || li.Owner == nil {
 			r, f, _ := releaser(li, ws, work, instances)
 			if r == nil && ownTimedWait(li, ws) {
@@ -500,8 +530,32 @@ func ownTimedWait(li *LockInfo, ws []Waiter) bool {
 	if len(ws) != 1 || li.Owner != nil || len(li.Waiters) > 0 || len(li.Waiting) > 0 {
 		return false
 	}
-	w := ws[0]
+	return timedObjectWait(ws[0])
+}
+
+// timedObjectWait says w is a timed Object.wait().
+func timedObjectWait(w Waiter) bool {
 	return w.Action == LockWaitingOn && w.Kind == WaitObject && w.Thread.State == StateTimedWaiting
+}
+
+// heldAlone says no other thread of the dump asks for a lock that t holds
+// besides the one at except: none is queued for it, waits on it or parks
+// on it (a scheduler's worker that keeps its own lock while it runs a job).
+func (tb *lockTable) heldAlone(t *Thread, except string) bool {
+	for _, l := range t.Holds() {
+		if l.Address == except {
+			continue
+		}
+		i, ok := tb.byAddr[l.Address]
+		if !ok {
+			continue
+		}
+		e := &tb.entries[i]
+		if len(e.li.Waiters) > 0 || len(e.li.Waiting) > 0 || len(e.signals) > 0 || len(e.holding) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // appendOrTake appends ws to list, or returns ws itself when list is

@@ -13,6 +13,17 @@ import "strings"
 // call the wait. Any other wait is called from inside work and is
 // contention, whatever its classes are called.
 //
+// A task is a loop of its own: a Runnable or Callable that a run loop of
+// another organization runs (the thread's outermost run(), such as an
+// executor's worker below a pool's idle remover or a framework's
+// consumer), or that a wrapper runs, is idle at the
+// top of its own run() when the rule above holds with that run() as the
+// loop and it asks for its next item (a queue, a condition, a monitor, a
+// semaphore) rather than for another thread's result (a latch, a future, a
+// barrier, an exchanger, a phaser, a thread's end). A wrapper that runs one
+// task (a run() that calls another class's run() directly) is plumbing, not
+// the loop: what it runs is a task.
+//
 // The rule reads three things of a stack, each defined by the data below
 // and nothing else: which frames are the waiting machinery (the top of the
 // stack), which are thread-start plumbing (the bottom), and which
@@ -39,6 +50,9 @@ type WaitRule struct {
 	// Loop is the thread's outermost frame above its start plumbing: its
 	// run loop. Empty when the stack has none.
 	Loop Frame
+	// Task is set when the loop is a task's run() that a loop of another
+	// organization or a wrapper runs (the task is a loop of its own).
+	Task bool
 	// Work, for a wait called from inside work, is the frame of work
 	// between the loop and the wait that decided it (the outermost frame
 	// of another organization than the loop's, or, in the program's own
@@ -55,6 +69,8 @@ func (r WaitRule) Reason() string {
 		return "a timed wait on an object no other thread uses: a pause between polls, like a sleep"
 	case r.Idle && r.Loop.Class == "":
 		return "waits in the JDK's own machinery with no program frame: a JDK service or pool thread waiting for work"
+	case r.Idle && r.Task:
+		return "at the top of its task's own loop " + r.Loop.Function() + ": the task asks for its next item, no frame of work between its run() and the wait"
 	case r.Idle:
 		return "at the top of its run loop " + r.Loop.Function() + ": no frame of work between the loop and the wait"
 	case r.Work.Class != "":
@@ -71,6 +87,12 @@ var waitMachineryTypes = []string{
 	"Queue", "Deque", "Future", "Promise", "Latch", "Semaphore", "Barrier",
 	"Condition", "Exchanger", "Phaser",
 }
+
+// resultWaitTypes are the simple-name endings of the waiting machinery
+// that waits for another thread's result or arrival rather than for the
+// next item of a stream: a task that waits in one is inside work, not at
+// the top of a loop of its own.
+var resultWaitTypes = []string{"Latch", "Future", "Promise", "Barrier", "Exchanger", "Phaser"}
 
 // jdkWaitingClasses are the JDK's waiting machinery: its concurrency
 // package, parking, Object.wait, Thread.sleep and join, reference queues
@@ -161,7 +183,7 @@ func outerSimpleName(class string) string {
 // organization of the program's own code (ProgramOrganization), or "?"
 // when the dump does not tell.
 func ApplyWaitRule(frames []Frame, from int, program string) WaitRule {
-	return applyWaitRule(frames, from, program, "", "")
+	return applyWaitRule(frames, from, program, "", "", "")
 }
 
 // ApplyMonitorWaitRule is ApplyWaitRule for a thread in Object.wait() on an
@@ -172,7 +194,7 @@ func ApplyWaitRule(frames []Frame, from int, program string) WaitRule {
 // are machinery too. The call site still names the first frame outside
 // the JDK, usually the object's own method (a log's flush).
 func ApplyMonitorWaitRule(frames []Frame, from int, program, object string) WaitRule {
-	return applyWaitRule(frames, from, program, "", outerClass(object))
+	return applyWaitRule(frames, from, program, "", outerClass(object), object)
 }
 
 // ApplyParkRule is ApplyWaitRule for a thread parked on a blocker of the
@@ -184,7 +206,7 @@ func ApplyParkRule(frames []Frame, from int, program, blocker string) WaitRule {
 	if i := strings.LastIndexByte(blocker, '.'); i > 0 && !IsJDKClass(blocker) {
 		pkg = blocker[:i+1]
 	}
-	return applyWaitRule(frames, from, program, pkg, "")
+	return applyWaitRule(frames, from, program, pkg, "", blocker)
 }
 
 // outerClass is a class name without its nested parts:
@@ -198,8 +220,9 @@ func outerClass(class string) string {
 
 // applyWaitRule is the rule; blockerPkg (a park's blocker's package) and
 // object (the outer class of the monitor waited on) are machinery besides
-// the rule's own.
-func applyWaitRule(frames []Frame, from int, program, blockerPkg, object string) WaitRule {
+// the rule's own; waited is the class of the blocker or object waited on
+// (empty when unknown).
+func applyWaitRule(frames []Frame, from int, program, blockerPkg, object, waited string) WaitRule {
 	from = max(from, 0)
 	var r WaitRule
 	// The loop: the outermost frame above the start plumbing.
@@ -244,30 +267,121 @@ func applyWaitRule(frames []Frame, from int, program, blockerPkg, object string)
 		return r
 	}
 	r.Loop = frames[bottom]
-	org := Organization(r.Loop.Class)
-	// A frame of another organization between the loop and the wait is
-	// work handed to the loop; the outermost one names it.
-	for i := bottom - 1; i >= call; i-- {
-		if Organization(frames[i].Class) != org {
-			r.Work = frames[i]
-			return r
-		}
+	if entry := unwrap(frames, bottom, call); entry != bottom {
+		// The thread's outermost frame is a wrapper that runs one task:
+		// plumbing, and the task it runs is judged as a task.
+		r = taskRule(r, frames, from, call, entry, program, waited)
+		r.Task = false // the task is the thread's own run loop
+		return r
 	}
-	if program != "?" && org == program && org != "jdk" {
-		// The program's own code: its loop's class must call the wait
-		// itself (the loop and its helpers in one class); a frame of any
-		// other class of the program between them is work.
-		for i := bottom - 1; i >= call; i-- {
-			if frames[i].Class != r.Loop.Class {
-				r.Work = frames[i]
-				return r
-			}
+	if w := workFrame(frames, bottom, call, program); w >= 0 {
+		r.Work = frames[w]
+		if entry, ok := taskEntry(frames, w, call); ok && isTaskMethod(r.Loop) && Organization(frames[w].Class) != Organization(r.Loop.Class) {
+			// The work is a task the loop runs: it may be a loop of
+			// its own, asking for its next item.
+			return taskRule(r, frames, from, call, entry, program, waited)
 		}
-		r.Idle = true
 		return r
 	}
 	r.Idle = true
 	return r
+}
+
+// workFrame is the frame of work between the loop at frames[loop] and the
+// call site at frames[call], or -1 when there is none: the outermost frame
+// of another organization than the loop's, or, in the program's own code,
+// the first frame of another class than the loop's (the program's loop and
+// its helpers are one class).
+func workFrame(frames []Frame, loop, call int, program string) int {
+	org := Organization(frames[loop].Class)
+	for i := loop - 1; i >= call; i-- {
+		if Organization(frames[i].Class) != org {
+			return i
+		}
+	}
+	if program != "?" && org == program && org != "jdk" {
+		for i := loop - 1; i >= call; i-- {
+			if frames[i].Class != frames[loop].Class {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// isTaskMethod reports the entry of a task handed to a loop: the run()
+// of a Runnable or the call() of a Callable.
+func isTaskMethod(f Frame) bool { return f.Method == "run" || f.Method == "call" }
+
+// unwrap goes up from a task's entry at frames[i] through wrappers that
+// run one task (a run() or call() whose next frame up is another class's
+// run() or call()), at most to the call site, and returns the entry of the
+// task they run (i itself when frames[i] wraps nothing).
+func unwrap(frames []Frame, i, call int) int {
+	for i > call && isTaskMethod(frames[i]) && isTaskMethod(frames[i-1]) &&
+		outerClass(frames[i].Class) != outerClass(frames[i-1].Class) {
+		i--
+	}
+	return i
+}
+
+// taskEntry reports whether the frame of work at frames[w] is a task a loop
+// runs, and returns the task's entry: its run() or call() (through the
+// JVM's bridge to a lambda, the lambda's body), past any wrapper.
+func taskEntry(frames []Frame, w, call int) (int, bool) {
+	if strings.Contains(frames[w].Class, "$$Lambda") {
+		if w == call {
+			return w, false
+		}
+		return unwrap(frames, w-1, call), true
+	}
+	if !isTaskMethod(frames[w]) {
+		return w, false
+	}
+	return unwrap(frames, w, call), true
+}
+
+// taskRule judges a task whose entry is frames[entry] as a loop of its own:
+// idle when no frame of work lies between its entry and the wait (the
+// rule, with the entry as the loop) and the wait asks for a next item,
+// not for another thread's result. r comes with the thread's loop; it
+// leaves with the task's entry as the loop, and the work that decided a
+// contention.
+func taskRule(r WaitRule, frames []Frame, from, call, entry int, program, waited string) WaitRule {
+	if w := workFrame(frames, entry, call, program); w >= 0 {
+		r.Loop, r.Work = frames[entry], frames[w]
+		return r
+	}
+	if waitsForResult(frames[from:call], waited) {
+		// A latch, a future or a thread's end inside a task: the task
+		// waits for another thread's result, inside its work.
+		r.Work = frames[entry]
+		return r
+	}
+	r.Loop, r.Work, r.Task, r.Idle = frames[entry], Frame{}, true, true
+	return r
+}
+
+// waitsForResult reports a wait in machinery that waits for another
+// thread's result or arrival (resultWaitTypes, Thread.join) rather than
+// for a next item: machinery holds the frames above the call site, waited
+// the class of the blocker or object waited on.
+func waitsForResult(machinery []Frame, waited string) bool {
+	names := []string{outerSimpleName(waited)}
+	for _, f := range machinery {
+		if f.Class == "java.lang.Thread" && f.Method == "join" {
+			return true
+		}
+		names = append(names, outerSimpleName(f.Class))
+	}
+	for _, n := range names {
+		for _, s := range resultWaitTypes {
+			if n != "" && strings.HasSuffix(n, s) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ProgramOrganization is the organization of the program's own code: the

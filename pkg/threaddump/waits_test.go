@@ -295,3 +295,210 @@ func TestNoReleaserNamedAmongPerTaskObjects(t *testing.T) {
 	}
 	assert.Equal(t, 2, n)
 }
+
+// A task is a loop of its own: a Runnable or Callable that a loop of
+// another organization runs (an executor's worker) or that a wrapper runs
+// is idle at the top of its own run() when nothing of another organization
+// (in the program, of another class) lies between its run() and the wait,
+// and it asks for its next item rather than for another thread's result.
+// The names are made up: the rule reads the shape.
+func TestTaskLoopRule(t *testing.T) {
+	park := []string{"jdk.internal.misc.Unsafe.park", "java.util.concurrent.locks.LockSupport.parkNanos"}
+	cond := append(park, "java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject.awaitNanos")
+	latch := append(park, "java.util.concurrent.CountDownLatch.await")
+	executor := []string{"java.util.concurrent.ThreadPoolExecutor.runWorker",
+		"java.util.concurrent.ThreadPoolExecutor$Worker.run", "java.lang.Thread.run"}
+	submitted := append([]string{"java.util.concurrent.Executors$RunnableAdapter.call",
+		"java.util.concurrent.FutureTask.run"}, executor...)
+	with := func(parts ...[]string) []Frame {
+		var all []string
+		for _, p := range parts {
+			all = append(all, p...)
+		}
+		return stack(all...)
+	}
+	one := func(fs ...string) []string { return fs }
+	for _, tc := range []struct {
+		name    string
+		frames  []Frame
+		program string
+		idle    bool
+		task    bool
+	}{
+		{"a pool's idle remover waits on a condition for its next period, under an executor",
+			with(cond, one("org.pool.idle.IdleRemover$Remover.run"), executor), "com.acme", true, true},
+		{"a framework's consumer takes its next item, submitted to an executor",
+			with(park, one("java.util.concurrent.LinkedBlockingQueue.poll", "org.frame.bus.Consumer.nextEvent",
+				"org.frame.bus.Consumer.run"), submitted), "com.acme", true, true},
+		{"a framework's consumer on the program's own executor (Netty-like, through wrappers)",
+			with(park, one("java.util.concurrent.LinkedBlockingQueue.take", "org.frame.loop.Executor.takeTask",
+				"org.frame.loop.DefaultLoop.run", "org.frame.loop.Executor$4.run", "org.frame.internal.Map$2.run"), executor),
+			"com.acme", true, true},
+		{"the program's consumer task calls take itself (a lambda submitted to an executor)",
+			with(park, one("java.util.concurrent.LinkedBlockingQueue.take", "Main.lambda$main$0", "Main$$Lambda/0x1.run"), submitted),
+			"", true, true},
+		{"a library's task waits on a latch: another thread's result, inside work",
+			with(latch, one("org.pool.Filler.fill", "org.pool.Filler.run"), executor), "com.acme", false, false},
+		{"a library's task joins a thread", with(one("java.lang.Object.wait", "java.lang.Thread.join",
+			"org.pool.Closer.run"), executor), "com.acme", false, false},
+		{"a library's task waits on a queue inside the program's callback",
+			with(park, one("java.util.concurrent.LinkedBlockingQueue.take", "com.acme.Handler.onEvent",
+				"org.frame.bus.Consumer.run"), executor), "com.acme", false, false},
+		{"the program's task waits through a helper of another class",
+			with(cond, one("com.acme.Store.awaitSpace", "com.acme.Task.run"), executor), "com.acme", false, false},
+		{"a wrapper runs one task that waits on a latch: not idle because the wrapper is the thread's loop",
+			with(latch, one("org.lib.Job.await", "org.lib.Job.run", "org.lib.TimeoutHandler$1.run", "java.lang.Thread.run")),
+			"com.acme", false, false},
+		{"a wrapper runs one task that asks for its next item: idle",
+			with(cond, one("org.lib.Poller.run", "org.lib.TimeoutHandler$1.run", "java.lang.Thread.run")), "com.acme", true, false},
+		{"a launcher's main is no loop: what it runs is work",
+			with(park, one("java.util.concurrent.LinkedBlockingQueue.take", "org.build.Main.run", "org.launch.Boot.main")),
+			"org.launch", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ApplyWaitRule(tc.frames, 0, tc.program)
+			assert.Equal(t, tc.idle, r.Idle, r.Reason())
+			assert.Equal(t, tc.task, r.Task, r.Reason())
+			if tc.task {
+				assert.Contains(t, r.Reason(), "task's own loop")
+			}
+		})
+	}
+}
+
+// A scheduler's worker keeps its own lock while it runs a job (Quartz's
+// SimpleThreadPool$WorkerThread): a timed wait on the job's own object is
+// still no contention when no other thread of the dump asks for that lock;
+// when one queues for it, whoever needs it waits too: contention.
+func TestTimedWaitHoldingOnlyItsOwnLockIsSleep(t *testing.T) {
+	worker := func(name, nid, obj, own string) string {
+		return `"` + name + `" #30 prio=5 os_prio=0 cpu=1.00ms elapsed=9.00s tid=0x00007f0000001000 nid=` + nid + ` in Object.wait()  [0x00007f0000002000]
+   java.lang.Thread.State: TIMED_WAITING (on object monitor)
+	at java.lang.Object.wait(java.base@17.0.8/Native Method)
+	- waiting on <no object reference available>
+	at com.example.PollJob.execute(PollJob.java:51)
+	- locked <` + obj + `> (a com.example.PollJob)
+	at org.quartz.core.JobRunShell.run(JobRunShell.java:203)
+	at org.quartz.simpl.SimpleThreadPool$WorkerThread.run(SimpleThreadPool.java:566)
+	- locked <` + own + `> (a java.lang.Object)
+
+`
+	}
+	blocked := `"scheduler" #40 prio=5 os_prio=0 cpu=1.00ms elapsed=9.00s tid=0x00007f0000004000 nid=0x140 waiting for monitor entry  [0x00007f0000005000]
+   java.lang.Thread.State: BLOCKED (on object monitor)
+	at org.quartz.simpl.SimpleThreadPool$WorkerThread.run(SimpleThreadPool.java:540)
+	- waiting to lock <0x0000000601400011> (a java.lang.Object)
+	at com.example.Scheduler.handOff(Scheduler.java:9)
+	at com.example.Scheduler.run(Scheduler.java:5)
+	at java.lang.Thread.run(java.base@17.0.8/Thread.java:833)
+
+`
+	head := "2024-01-01 00:00:00\nFull thread dump OpenJDK 64-Bit Server VM (17.0.8+7 mixed mode):\n\n"
+	count := func(text string) (sleep, contention int) {
+		for _, li := range parseOne(t, text).Locks() {
+			if li.Lock.Class != "com.example.PollJob" {
+				continue
+			}
+			// Not contention: a pause, or idle when the rule
+			// already finds no work between the loop and the wait.
+			sleep += len(li.Waiting)
+			contention += len(li.Waiters)
+		}
+		return
+	}
+	for _, tc := range []struct {
+		name              string
+		dump              string
+		sleep, contention int
+	}{
+		{"each worker holds only its own lock", head + worker("jobs_Worker-1", "0x101", "0x0000000601400001", "0x0000000601400011") +
+			worker("jobs_Worker-2", "0x102", "0x0000000601400002", "0x0000000601400012"), 2, 0},
+		{"another thread queues for a worker's lock", head + worker("jobs_Worker-1", "0x101", "0x0000000601400001", "0x0000000601400011") +
+			blocked, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c := count(tc.dump)
+			assert.Equal(t, tc.sleep, s)
+			assert.Equal(t, tc.contention, c)
+		})
+	}
+}
+
+// A task of the JDK's executor runs under the executor's worker lock
+// (ThreadPoolExecutor$Worker, an ownable synchronizer): a task that is idle
+// by the rule stays idle when no other thread asks for that lock.
+func TestIdleTaskHoldingItsExecutorsWorkerLock(t *testing.T) {
+	const dump = `2024-01-01 00:00:00
+Full thread dump OpenJDK 64-Bit Server VM (17.0.8+7 mixed mode):
+
+"audit-1" #48 daemon prio=5 os_prio=0 cpu=13.28ms elapsed=5.65s tid=0x00007f55c800c9a0 nid=0x6a99 waiting on condition  [0x00007f55decfe000]
+   java.lang.Thread.State: WAITING (parking)
+	at jdk.internal.misc.Unsafe.park(java.base@17.0.15/Native Method)
+	- parking to wait for  <0x0000000687440658> (a java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject)
+	at java.util.concurrent.locks.LockSupport.park(java.base@17.0.15/LockSupport.java:341)
+	at java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject.await(java.base@17.0.15/AbstractQueuedSynchronizer.java:1630)
+	at java.util.concurrent.LinkedBlockingQueue.take(java.base@17.0.15/LinkedBlockingQueue.java:435)
+	at io.netty.util.concurrent.SingleThreadEventExecutor.takeTask(SingleThreadEventExecutor.java:243)
+	at io.netty.util.concurrent.DefaultEventExecutor.run(DefaultEventExecutor.java:64)
+	at io.netty.util.concurrent.SingleThreadEventExecutor$4.run(SingleThreadEventExecutor.java:1007)
+	at io.netty.util.internal.ThreadExecutorMap$2.run(ThreadExecutorMap.java:74)
+	at java.util.concurrent.ThreadPoolExecutor.runWorker(java.base@17.0.15/ThreadPoolExecutor.java:1136)
+	at java.util.concurrent.ThreadPoolExecutor$Worker.run(java.base@17.0.15/ThreadPoolExecutor.java:635)
+	at java.lang.Thread.run(java.base@17.0.15/Thread.java:840)
+
+   Locked ownable synchronizers:
+	- <0x00000006874406a0> (a java.util.concurrent.ThreadPoolExecutor$Worker)
+
+`
+	d := parseOne(t, dump)
+	n := 0
+	for _, li := range d.Locks() {
+		if li.Lock.Class != "java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject" {
+			continue
+		}
+		n++
+		assert.Empty(t, li.Waiters, "no contention: nobody asks for the worker lock it holds")
+		require.Len(t, li.Waiting, 1)
+		assert.True(t, li.Waiting[0].Rule.Task, li.Waiting[0].Rule.Reason())
+	}
+	assert.Equal(t, 1, n)
+}
+
+// The other way: a thread idle by the rule that holds a monitor another
+// thread is queued for holds that thread up: contention.
+func TestIdleWaitHoldingAnAskedForLockIsContention(t *testing.T) {
+	const dump = `2024-01-01 00:00:00
+Full thread dump OpenJDK 64-Bit Server VM (17.0.8+7 mixed mode):
+
+"consumer" #30 prio=5 os_prio=0 cpu=1.00ms elapsed=9.00s tid=0x00007f0000001000 nid=0x101 waiting on condition  [0x00007f0000002000]
+   java.lang.Thread.State: WAITING (parking)
+	at jdk.internal.misc.Unsafe.park(java.base@17.0.8/Native Method)
+	- parking to wait for  <0x0000000601400001> (a java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject)
+	at java.util.concurrent.locks.LockSupport.park(java.base@17.0.8/LockSupport.java:341)
+	at java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject.await(java.base@17.0.8/AbstractQueuedSynchronizer.java:1630)
+	at java.util.concurrent.LinkedBlockingQueue.take(java.base@17.0.8/LinkedBlockingQueue.java:435)
+	at com.example.Consumer.run(Consumer.java:20)
+	- locked <0x0000000601400099> (a com.example.Registry)
+	at java.lang.Thread.run(java.base@17.0.8/Thread.java:833)
+
+"reader" #31 prio=5 os_prio=0 cpu=1.00ms elapsed=9.00s tid=0x00007f0000003000 nid=0x102 waiting for monitor entry  [0x00007f0000004000]
+   java.lang.Thread.State: BLOCKED (on object monitor)
+	at com.example.Registry.lookup(Registry.java:9)
+	- waiting to lock <0x0000000601400099> (a com.example.Registry)
+	at com.example.Reader.run(Reader.java:5)
+	at java.lang.Thread.run(java.base@17.0.8/Thread.java:833)
+
+`
+	d := parseOne(t, dump)
+	found := false
+	for _, li := range d.Locks() {
+		if li.Lock.Address != "0x0000000601400001" {
+			continue
+		}
+		found = true
+		assert.Empty(t, li.Waiting, "not idle: a thread is queued for the monitor it holds")
+		require.Len(t, li.Waiters, 1)
+		assert.Equal(t, "consumer", li.Waiters[0].Thread.Name)
+	}
+	assert.True(t, found)
+}
