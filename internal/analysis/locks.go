@@ -478,8 +478,9 @@ type javaObs struct {
 // Within a dump two addresses are two locks, always. Across dumps a lock
 // keeps its identity by address; when the GC moved it (its address is gone
 // from this dump and a new address of the same class appears), by kind,
-// class, wait site and owner, but only where exactly one candidate fits
-// both ways; otherwise the new address is a new lock. Locks without an
+// class, wait site and owner (or, when no moved lock has its wait site, by
+// kind, class and owner), but only where exactly one candidate fits both
+// ways; otherwise the new address is a new lock. Locks without an
 // address are identified by kind, class and wait site.
 func (a *Aggregator) identifyJavaLocks(locks []*threaddump.LockInfo, seq int) []*javaObs {
 	ix := &a.lockIdx
@@ -540,6 +541,10 @@ func (a *Aggregator) identifyJavaLocks(locks []*threaddump.LockInfo, seq int) []
 	// The locks that may have moved, by kind, class and wait site: one
 	// pass over the table, not one per unmatched lock (a dump of 10,000
 	// threads each waiting on an object of its own has as many).
+	// A monitor entered from two methods (a log manager's rollover check
+	// and its write) may have its waiters' commonest frame change in the
+	// dump the GC moved it: the one moved lock of its kind and class is
+	// then the candidate (byClass, the site left empty).
 	type movedKey struct{ kind, class, site string }
 	var moved map[movedKey][]*lockAgg
 	if len(unmatched) > 0 {
@@ -548,6 +553,8 @@ func (a *Aggregator) identifyJavaLocks(locks []*threaddump.LockInfo, seq int) []
 			if la.lastSeq == seq-1 && la.lastAddr != "" && byLock[la] == nil && !present[kindAddr{la.kind, la.lastAddr}] {
 				k := movedKey{la.kind, la.class, la.site}
 				moved[k] = append(moved[k], la)
+				byClass := movedKey{la.kind, la.class, ""}
+				moved[byClass] = append(moved[byClass], la)
 			}
 		}
 		for _, cs := range moved {
@@ -560,6 +567,9 @@ func (a *Aggregator) identifyJavaLocks(locks []*threaddump.LockInfo, seq int) []
 	for i, u := range unmatched {
 		kind := string(u.li.Kind)
 		cs := moved[movedKey{kind, u.li.Lock.Class, u.site}]
+		if len(cs) == 0 {
+			cs = moved[movedKey{kind, u.li.Lock.Class, ""}]
+		}
 		all := cs
 		if len(cs) > 1 && u.li.Owner != nil {
 			// Owner continuity: the thread that held it before holds it

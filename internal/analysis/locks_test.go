@@ -18,6 +18,12 @@ import (
 // site of every lock.
 func monitorDump(t *testing.T, at time.Time, class string, locks map[string]int) *threaddump.Dump {
 	t.Helper()
+	return monitorDumpAt(t, at, class, locks, "get")
+}
+
+// monitorDumpAt is monitorDump with the waiters in app.Cache.<method>.
+func monitorDumpAt(t *testing.T, at time.Time, class string, locks map[string]int, method string) *threaddump.Dump {
+	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\nFull thread dump OpenJDK 64-Bit Server VM (17.0.15+6 mixed mode):\n\n", at.Format("2006-01-02 15:04:05"))
 	id := 10
@@ -38,7 +44,7 @@ func monitorDump(t *testing.T, at time.Time, class string, locks map[string]int)
 		fmt.Fprintf(&b, "\"owner-%s\" #%d prio=5 os_prio=0 cpu=1.00ms elapsed=1.00s tid=0x1 nid=0x%x runnable  [0x0]\n   java.lang.Thread.State: RUNNABLE\n\tat app.Cache.refresh(Cache.java:40)\n\t- locked <%s> (a %s)\n\tat app.Worker.run(Worker.java:10)\n\n", addr, id, id, addr, class)
 		for w := 0; w < locks[addr]; w++ {
 			id++
-			fmt.Fprintf(&b, "\"w-%s-%d\" #%d prio=5 os_prio=0 cpu=1.00ms elapsed=1.00s tid=0x2 nid=0x%x waiting for monitor entry  [0x0]\n   java.lang.Thread.State: BLOCKED (on object monitor)\n\tat app.Cache.get(Cache.java:20)\n\t- waiting to lock <%s> (a %s)\n\tat app.Worker.run(Worker.java:12)\n\n", addr, w, id, id, addr, class)
+			fmt.Fprintf(&b, "\"w-%s-%d\" #%d prio=5 os_prio=0 cpu=1.00ms elapsed=1.00s tid=0x2 nid=0x%x waiting for monitor entry  [0x0]\n   java.lang.Thread.State: BLOCKED (on object monitor)\n\tat app.Cache.%s(Cache.java:20)\n\t- waiting to lock <%s> (a %s)\n\tat app.Worker.run(Worker.java:12)\n\n", addr, w, id, id, method, addr, class)
 		}
 	}
 	ds, err := threaddump.ParseString(b.String())
@@ -83,6 +89,26 @@ func TestLockIdentityByInstance(t *testing.T) {
 			assert.Equal(t, tc.instances, s.ContentionSites[0].Instances)
 		})
 	}
+}
+
+// A monitor entered from two methods, moved by the GC in a dump where its
+// waiters' commonest method changed: still one lock (the one moved lock of
+// its class), one instance.
+func TestMovedLockFollowedWhenItsWaitSiteChanged(t *testing.T) {
+	a := New()
+	a.Add(&snapshot.Snapshot{Dump: monitorDumpAt(t, t0, "app.Manager", map[string]int{"0x00000000aaaa0000": 5}, "get")})
+	a.Add(&snapshot.Snapshot{Dump: monitorDumpAt(t, t0.Add(time.Second), "app.Manager", map[string]int{"0x00000000bbbb0000": 6}, "put")})
+	s := a.Summary()
+	require.Len(t, s.Locks, 1, "one lock: %+v", s.Locks)
+	assert.Equal(t, []string{"0x00000000aaaa0000", "0x00000000bbbb0000"}, s.Locks[0].Addresses)
+	assert.Equal(t, 5.5, s.Locks[0].AvgWaiters)
+
+	// Two moved locks of the class, neither at the new site: ambiguous,
+	// a new lock.
+	b := New()
+	b.Add(&snapshot.Snapshot{Dump: monitorDumpAt(t, t0, "app.Manager", map[string]int{"0x00000000aaaa0000": 2, "0x00000000cccc0000": 2}, "get")})
+	b.Add(&snapshot.Snapshot{Dump: monitorDumpAt(t, t0.Add(time.Second), "app.Manager", map[string]int{"0x00000000bbbb0000": 6}, "put")})
+	assert.Len(t, b.Summary().Locks, 3)
 }
 
 func TestStripedSiteIsNoHotspot(t *testing.T) {
