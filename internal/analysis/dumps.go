@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/bits"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,8 +88,12 @@ type threadAgg struct {
 type FoldedStack struct {
 	// Frames are "Class.method" names, root first.
 	Frames []string
-	// Lines are the frames' source positions where a native binary's
-	// line table gave them (root first, as Frames); nil when none did.
+	// Lines are the frames' source positions (root first, as Frames):
+	// a Java frame's file and line as the dump printed them, a native
+	// frame's from its binary's line table. A position is kept only while
+	// every sample of the stack had it: one that differed between samples
+	// (a method that waits at two lines) is left empty. Nil when none was
+	// known.
 	Lines []symbolize.FrameLine
 	// Count is the number of thread samples with this stack; ByLabel splits
 	// it by Java state and thread pool (the labels of a pprof export).
@@ -100,10 +105,12 @@ type FoldedStack struct {
 }
 
 // StackLabel says who ran a stack: the thread's state and its pool
-// (PoolName of the thread name).
+// (PoolName of the thread name), and the lock it queued on (a
+// LockSummary.ID, as in ByLock; "" when it did not queue).
 type StackLabel struct {
 	State string
 	Pool  string
+	Lock  string
 }
 
 // InState counts the samples of this stack in one Java state.
@@ -545,14 +552,46 @@ func (a *Aggregator) foldedStack(fr []threaddump.Frame) *FoldedStack {
 		for i, f := range fr {
 			frames[len(fr)-1-i] = f.Function()
 		}
-		fs = &FoldedStack{Frames: frames, ByLabel: map[StackLabel]int{}}
+		fs = &FoldedStack{Frames: frames, Lines: javaLines(fr), ByLabel: map[StackLabel]int{}}
 		a.stacks[string(key)] = fs
+		return fs
+	}
+	if fs.Lines != nil {
+		for i, f := range fr {
+			keepLine(fs.Lines, len(fr)-1-i, f.File, f.Line)
+		}
 	}
 	return fs
 }
 
+// javaLines are the source positions of a Java stack's frames (top
+// first), root first as FoldedStack.Lines; nil when the dump printed none.
+func javaLines(fr []threaddump.Frame) []symbolize.FrameLine {
+	var out []symbolize.FrameLine
+	for i, f := range fr {
+		if f.File == "" || f.Line <= 0 {
+			continue
+		}
+		if out == nil {
+			out = make([]symbolize.FrameLine, len(fr))
+		}
+		out[len(fr)-1-i] = symbolize.FrameLine{File: f.File, Line: f.Line}
+	}
+	return out
+}
+
+// keepLine keeps lines[i] only if a new sample of the stack has the same
+// position there: a stack is folded by its functions, and a line that not
+// every sample had would be claimed for all of them.
+func keepLine(lines []symbolize.FrameLine, i int, file string, line int) {
+	if l := lines[i]; l.File != "" && (l.File != file || l.Line != line) {
+		lines[i] = symbolize.FrameLine{}
+	}
+}
+
 func countStack(fs *FoldedStack, label StackLabel, lock string) {
 	fs.Count++
+	label.Lock = lock
 	fs.ByLabel[label]++
 	if lock != "" {
 		if fs.ByLock == nil {
@@ -621,7 +660,9 @@ func (a *Aggregator) Stacks() []*FoldedStack {
 }
 
 func copyStack(s *FoldedStack) *FoldedStack {
-	c := &FoldedStack{Frames: s.Frames, Lines: s.Lines, Count: s.Count, ByLabel: make(map[StackLabel]int, len(s.ByLabel))}
+	// Lines are copied: the table's entry forgets a line later samples
+	// disagree on.
+	c := &FoldedStack{Frames: s.Frames, Lines: slices.Clone(s.Lines), Count: s.Count, ByLabel: make(map[StackLabel]int, len(s.ByLabel))}
 	for k, v := range s.ByLabel {
 		c.ByLabel[k] = v
 	}

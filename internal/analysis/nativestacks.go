@@ -95,6 +95,12 @@ func (a *Aggregator) nativeFoldedStack(st []symbolize.StackFrame) *FoldedStack {
 	if fs == nil {
 		fs = &FoldedStack{Frames: nativeStackNames(st), Lines: symbolize.FrameLines(st), ByLabel: map[StackLabel]int{}}
 		a.stacks[string(key)] = fs
+		return fs
+	}
+	if fs.Lines != nil {
+		for i := range st {
+			keepLine(fs.Lines, len(st)-1-i, st[i].File, st[i].Line)
+		}
 	}
 	return fs
 }

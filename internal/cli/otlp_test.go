@@ -93,9 +93,10 @@ func TestAttachSendsOTLPProfilesToACollector(t *testing.T) {
 		pid   int
 		extra []string
 		wait  []string
+		lock  string
 	}{
-		{"native", native.PID, []string{"--interval", "250ms"}, []string{"pthread_mutex_lock", "contender"}},
-		{"jvm", jvm.PID, []string{"--interval", "500ms"}, []string{"SyncSingleton.handle"}},
+		{"native", native.PID, []string{"--interval", "250ms"}, []string{"pthread_mutex_lock", "contender"}, "contended_mutex"},
+		{"jvm", jvm.PID, []string{"--interval", "500ms"}, []string{"SyncSingleton.handle"}, "SyncSingleton"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pp := filepath.Join(t.TempDir(), "run.pb.gz")
@@ -112,13 +113,26 @@ func TestAttachSendsOTLPProfilesToACollector(t *testing.T) {
 			want := testotelcol.PprofValues(readPprof(t, pp), nil)
 			require.NotEmpty(t, want["samples/count"])
 			var sum map[string]map[string]int64
+			var got []pprofile.Profiles
 			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-				got := col.WaitReceived(t, before+2, 30*time.Second)
+				got = col.WaitReceived(t, before+2, 30*time.Second)
 				if sum = receivedSum(t, got[before:], tc.pid); assert.ObjectsAreEqual(want, sum) || time.Now().After(deadline) {
 					break
 				}
 			}
 			assert.Equal(t, want, sum, "the exports add up to the run's pprof profile")
+			// The waiters' samples name the lock's class and its resource.
+			locks, resources := map[string]bool{}, map[string]bool{}
+			for _, pd := range got[before:] {
+				for v := range testotelcol.SampleAttribute(pd, "ctprof.lock.class") {
+					locks[v] = true
+				}
+				for v := range testotelcol.SampleAttribute(pd, "ctprof.resource") {
+					resources[v] = true
+				}
+			}
+			assert.True(t, locks[tc.lock], "lock classes %v, want %s", locks, tc.lock)
+			assert.NotEmpty(t, resources)
 			assert.True(t, anyStackWith(sum["samples/count"], tc.wait...), "no stack with %v: %v", tc.wait, sum["samples/count"])
 		})
 	}

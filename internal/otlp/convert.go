@@ -28,6 +28,11 @@ const (
 	AttrState = "thread.state"
 	// AttrSource says who measured a wait sample: "jfr" or "futex-trace".
 	AttrSource = "ctprof.source"
+	// AttrLock is the class of the lock a sample queued on (pprof's
+	// "lock"); AttrResource the resource it waited at, as the JSON
+	// summary's contention_sites[].id (pprof's "resource").
+	AttrLock     = "ctprof.lock.class"
+	AttrResource = "ctprof.resource"
 	// AttrMeasuredBy, on a profile, says where its values come from:
 	// "thread-samples" (estimated from the sampled stacks), "jfr" or
 	// "futex-trace" (each wait measured).
@@ -35,7 +40,7 @@ const (
 )
 
 // labelKeys maps pprof labels to attribute keys.
-var labelKeys = map[string]string{"thread": AttrPool, "state": AttrState, "source": AttrSource}
+var labelKeys = map[string]string{"thread": AttrPool, "state": AttrState, "source": AttrSource, "lock": AttrLock, "resource": AttrResource}
 
 // Resource describes the process a profile is of.
 type Resource struct {

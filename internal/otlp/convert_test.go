@@ -21,11 +21,12 @@ func testPprof(t *testing.T, scale int) *profile.Profile {
 	t.Helper()
 	stacks := []*analysis.FoldedStack{
 		{Frames: []string{"start_thread", "convoy", "pthread_mutex_lock"}, Lines: []symbolize.FrameLine{{}, {File: "lock_convoy.c", Line: 40}, {}},
-			Count: 5 * scale, ByLabel: map[analysis.StackLabel]int{{State: "BLOCKED", Pool: "convoy-N"}: 4 * scale, {State: "RUNNABLE", Pool: "convoy-N"}: scale}},
+			Count: 5 * scale, ByLabel: map[analysis.StackLabel]int{{State: "BLOCKED", Pool: "convoy-N", Lock: "futex||0x10"}: 4 * scale, {State: "RUNNABLE", Pool: "convoy-N"}: scale}},
 		{Frames: []string{"main", "pause"}, Count: scale, ByLabel: map[analysis.StackLabel]int{{State: "WAITING", Pool: "main"}: scale}},
 	}
 	waits := []*analysis.WaitStack{{Frames: []string{"start_thread", "convoy", "pthread_mutex_lock"}, Count: int64(7 * scale), WaitNanos: int64(9e6 * scale), Source: analysis.WaitsFutexTrace}}
-	p, err := report.PprofProfile(report.PprofInput{Stacks: stacks, WaitStacks: waits, Interval: time.Second, Start: time.Unix(1000, 0), Duration: 10 * time.Second})
+	locks := []analysis.LockSummary{{ID: "futex||0x10", Class: "contended_mutex", Site: "futex|contended_mutex|convoy"}}
+	p, err := report.PprofProfile(report.PprofInput{Stacks: stacks, WaitStacks: waits, Locks: locks, Interval: time.Second, Start: time.Unix(1000, 0), Duration: 10 * time.Second})
 	require.NoError(t, err)
 	return p
 }
@@ -41,6 +42,8 @@ func TestConvertKeepsThePprofProfile(t *testing.T) {
 	pd, err := Convert(p, Resource{PID: 7, Executable: "lock_convoy", Runtime: "native", Host: "h", Attributes: map[string]string{"service.name": "svc"}}, "v1")
 	require.NoError(t, err)
 	assert.Equal(t, testotelcol.PprofValues(p, labelKey), testotelcol.Values(pd, true))
+	assert.Equal(t, map[string]bool{"contended_mutex": true}, testotelcol.SampleAttribute(pd, AttrLock))
+	assert.Equal(t, map[string]bool{"futex|contended_mutex|convoy": true}, testotelcol.SampleAttribute(pd, AttrResource))
 	assert.Equal(t, 4, pd.ProfileCount(), "samples, blocked, contentions, delay")
 	d := pd.Dictionary()
 	assert.Equal(t, "", d.StringTable().At(0))

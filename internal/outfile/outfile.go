@@ -202,7 +202,7 @@ func WriteAtomic(path string, fill func(io.Writer) error) error {
 
 // pprofInput is what the pprof profile of a run holds.
 func pprofInput(s *analysis.Summary, stacks []*analysis.FoldedStack, waitStacks []*analysis.WaitStack) report.PprofInput {
-	in := report.PprofInput{Stacks: stacks, WaitStacks: waitStacks, Interval: s.DumpInterval(), Duration: time.Duration(s.DurationSeconds * float64(time.Second))}
+	in := report.PprofInput{Stacks: stacks, WaitStacks: waitStacks, Locks: s.Locks, Interval: s.DumpInterval(), Duration: time.Duration(s.DurationSeconds * float64(time.Second))}
 	if s.FirstDump != nil {
 		in.Start = *s.FirstDump
 	}

@@ -22,6 +22,10 @@ type PprofInput struct {
 	// Start is the first sample's time (zero leaves it out).
 	Start    time.Time
 	Duration time.Duration
+	// Locks name the locks the stacks' samples queued on (StackLabel.Lock
+	// is a LockSummary.ID): the samples' "lock" (its class) and
+	// "resource" (its contention site) labels.
+	Locks []analysis.LockSummary
 	// WaitStacks are the waits a JFR recording or the kernel's futex
 	// tracepoints measured; they fill the contentions and delay values, as
 	// Go's mutex profile does.
@@ -39,7 +43,8 @@ type PprofInput struct {
 // Without a recording the profile has the first two values only. Labels: "state"
 // (the Java thread state) and "thread" (the thread name with every run of
 // digits written N, i.e. its pool; per-thread names would not bound the
-// profile's size).
+// profile's size); a sample queued on a lock also has "lock" (its class)
+// and "resource" (the contention site's ID, as contention_sites[].id).
 func Pprof(w io.Writer, in PprofInput) error {
 	p, err := PprofProfile(in)
 	if err != nil {
@@ -106,6 +111,10 @@ func PprofProfile(in PprofInput) (*profile.Profile, error) {
 		return l
 	}
 	location := func(frame string) *profile.Location { return locationAt(frame, symbolize.FrameLine{}) }
+	locks := make(map[string]analysis.LockSummary, len(in.Locks))
+	for _, ls := range in.Locks {
+		locks[ls.ID] = ls
+	}
 	for _, st := range in.Stacks {
 		// pprof wants the leaf first; folded stacks are root first.
 		stack := make([]*profile.Location, len(st.Frames))
@@ -125,7 +134,10 @@ func PprofProfile(in PprofInput) (*profile.Profile, error) {
 			if labels[i].State != labels[j].State {
 				return labels[i].State < labels[j].State
 			}
-			return labels[i].Pool < labels[j].Pool
+			if labels[i].Pool != labels[j].Pool {
+				return labels[i].Pool < labels[j].Pool
+			}
+			return labels[i].Lock < labels[j].Lock
 		})
 		for _, l := range labels {
 			n := int64(st.ByLabel[l])
@@ -133,10 +145,17 @@ func PprofProfile(in PprofInput) (*profile.Profile, error) {
 			if l.State == "BLOCKED" {
 				blocked = n * interval.Nanoseconds()
 			}
+			label := map[string][]string{"state": {l.State}, "thread": {l.Pool}}
+			if ls, ok := locks[l.Lock]; ok && l.Lock != "" {
+				label["lock"] = []string{ls.Class}
+				if ls.Site != "" {
+					label["resource"] = []string{ls.Site}
+				}
+			}
 			p.Sample = append(p.Sample, &profile.Sample{
 				Location: stack,
 				Value:    sampleValues(jfr, n, blocked),
-				Label:    map[string][]string{"state": {l.State}, "thread": {l.Pool}},
+				Label:    label,
 			})
 		}
 	}

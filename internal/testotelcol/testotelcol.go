@@ -317,3 +317,24 @@ func PprofValues(p *profile.Profile, labelKey func(string) string) map[string]ma
 	}
 	return out
 }
+
+// SampleAttribute is every value the samples of pd carry for key.
+func SampleAttribute(pd pprofile.Profiles, key string) map[string]bool {
+	d := pd.Dictionary()
+	out := map[string]bool{}
+	for _, rp := range pd.ResourceProfiles().All() {
+		for _, sp := range rp.ScopeProfiles().All() {
+			for _, p := range sp.Profiles().All() {
+				for _, s := range p.Samples().All() {
+					for _, ai := range s.AttributeIndices().All() {
+						kv := d.AttributeTable().At(int(ai))
+						if d.StringTable().At(int(kv.KeyStrindex())) == key {
+							out[kv.Value().AsString()] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
