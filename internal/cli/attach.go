@@ -5,8 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"github.com/ctprof/ctprof/internal/outfile"
-	"github.com/google/pprof/profile"
 	"io"
 	"os"
 	"os/signal"
@@ -15,11 +13,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/metrics"
+	"github.com/ctprof/ctprof/internal/outfile"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/procs"
 	"github.com/ctprof/ctprof/internal/record"

@@ -85,8 +85,9 @@ func New(cfg Config, warn func(string)) *Exporter {
 		warn = func(string) {}
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// The default transport's proxy (HTTPS_PROXY and NO_PROXY from
+	// ctprof's own environment) applies, as for any OTLP exporter.
 	tr.TLSClientConfig = cfg.TLS
-	tr.Proxy = nil // the collector is reached directly, as ctprof is configured
 	e := &Exporter{
 		cfg:     cfg,
 		client:  &http.Client{Transport: tr, Timeout: cfg.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},

@@ -9,13 +9,14 @@ package outfile
 import (
 	"errors"
 	"fmt"
-	"github.com/google/pprof/profile"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/report"

@@ -2,11 +2,12 @@ package procfs
 
 import (
 	"cmp"
-	"github.com/ctprof/ctprof/internal/symbolize"
 	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // FutexKind tells contention from idle waiting.

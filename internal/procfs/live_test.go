@@ -3,7 +3,6 @@ package procfs
 import (
 	"errors"
 	"fmt"
-	"github.com/ctprof/ctprof/internal/symbolize"
 	"net"
 	"os"
 	"runtime"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
 

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/ctprof/ctprof/internal/testnative"
 	"net"
 	"os"
 	"os/exec"
@@ -19,6 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/ctprof/ctprof/internal/testnative"
 )
 
 // unixFixtureTree builds a /proc tree holding one process (pid 4242)

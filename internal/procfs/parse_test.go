@@ -1,12 +1,13 @@
 package procfs
 
 import (
-	"github.com/ctprof/ctprof/internal/symbolize"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // A stat line of a real thread (kernel 6.x), with a name that contains the

@@ -3,10 +3,11 @@ package procfs
 import (
 	"bytes"
 	"errors"
-	"github.com/ctprof/ctprof/internal/symbolize"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // Process describes a process as ctprof shows it.

@@ -2,11 +2,12 @@ package procfs
 
 import (
 	"errors"
-	"github.com/ctprof/ctprof/internal/symbolize"
 	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // procmapQuery is struct procmap_query of linux/fs.h (Linux 6.11): the

@@ -1,7 +1,6 @@
 package procfs
 
 import (
-	"github.com/ctprof/ctprof/internal/symbolize"
 	"os"
 	"strings"
 	"testing"
@@ -9,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/internal/testjvm"
 	"github.com/ctprof/ctprof/internal/testnative"
 )

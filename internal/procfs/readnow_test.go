@@ -3,7 +3,6 @@ package procfs
 import (
 	"errors"
 	"fmt"
-	"github.com/ctprof/ctprof/internal/testnative"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -13,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/ctprof/ctprof/internal/testnative"
 )
 
 // TestReadNowSeesWhatAThreadDoesAfterTheSweep: a thread of this test

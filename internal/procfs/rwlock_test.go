@@ -2,7 +2,6 @@ package procfs
 
 import (
 	"fmt"
-	"github.com/ctprof/ctprof/internal/symbolize"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/internal/testnative"
 )
 

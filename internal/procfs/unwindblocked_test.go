@@ -2,14 +2,15 @@ package procfs
 
 import (
 	"fmt"
-	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
 	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/internal/testnative"
-	"github.com/stretchr/testify/assert"
 )
 
 // TestUnwindBlockedSetsOnlyBlockedThreads: UnwindBlocked unwinds the

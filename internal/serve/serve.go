@@ -11,15 +11,16 @@ package serve
 import (
 	"context"
 	"errors"
-	"github.com/ctprof/ctprof/internal/otlp"
-	"github.com/ctprof/ctprof/internal/outfile"
-	"github.com/google/pprof/profile"
 	"regexp"
 	"sync"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/metrics"
+	"github.com/ctprof/ctprof/internal/otlp"
+	"github.com/ctprof/ctprof/internal/outfile"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/procs"
 	"github.com/ctprof/ctprof/internal/sample"

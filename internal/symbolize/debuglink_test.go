@@ -3,11 +3,12 @@ package symbolize
 import (
 	"debug/elf"
 	"encoding/binary"
-	"github.com/ctprof/ctprof/internal/testnative"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ctprof/ctprof/internal/testnative"
 )
 
 func FuzzDebugLink(f *testing.F) {

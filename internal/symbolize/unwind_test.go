@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"debug/elf"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -13,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/symbolize"
 	"github.com/ctprof/ctprof/internal/testnative"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // stacksProgramThreads are the threads of testdata/c/stacks.c (2 waiters
