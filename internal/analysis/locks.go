@@ -611,6 +611,15 @@ func (a *Aggregator) identifyJavaLocks(locks []*threaddump.LockInfo, seq int) []
 		la.site, la.lastSeq = u.site, seq
 		add(la, u.site, u.li)
 	}
+	a.noteJavaLocks(order, seq)
+	return order
+}
+
+// noteJavaLocks remembers, for the next dump, each lock's owner, wait site
+// and address (the index by address follows it), and keeps the index
+// bounded.
+func (a *Aggregator) noteJavaLocks(order []*javaObs, seq int) {
+	ix := &a.lockIdx
 	for _, o := range order {
 		la := o.la
 		la.lastSeq = seq
@@ -638,7 +647,6 @@ func (a *Aggregator) identifyJavaLocks(locks []*threaddump.LockInfo, seq int) []
 			}
 		}
 	}
-	return order
 }
 
 // bestInfo is the info with the most waiters: it speaks for the lock in
