@@ -26,6 +26,7 @@ require (
 	github.com/ulikunitz/xz v0.5.17
 	go.opentelemetry.io/collector/pdata v1.67.0
 	go.opentelemetry.io/collector/pdata/pprofile v0.161.0
+	go.opentelemetry.io/proto/slim/otlp/collector/profiles/v1development v0.4.0
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/crypto v0.58.0
 	golang.org/x/net v0.61.0
@@ -74,6 +75,8 @@ require (
 	github.com/xo/terminfo v0.0.0-20220910002029-abceb7e1c41e // indirect
 	github.com/yusufpapurcu/wmi v1.2.4 // indirect
 	go.opentelemetry.io/collector/featuregate v1.67.0 // indirect
+	go.opentelemetry.io/proto/slim/otlp v1.11.0 // indirect
+	go.opentelemetry.io/proto/slim/otlp/profiles/v1development v0.4.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect

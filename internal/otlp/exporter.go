@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/collector/pdata/pprofile"
-	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
+	collectorprofiles "go.opentelemetry.io/proto/slim/otlp/collector/profiles/v1development"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
 )
@@ -111,7 +111,8 @@ func (e *Exporter) Enqueue(pd pprofile.Profiles) error {
 	if n == 0 {
 		return nil
 	}
-	body, err := pprofileotlp.NewExportRequestFromProfiles(pd).MarshalProto()
+	// Profiles is the export request itself (ExportProfilesServiceRequest).
+	body, err := (&pprofile.ProtoMarshaler{}).MarshalProfiles(pd)
 	if err != nil {
 		return fmt.Errorf("encode OTLP profiles: %w", err)
 	}
@@ -251,14 +252,16 @@ func (e *Exporter) send(r request) (retry bool, after time.Duration) {
 
 // partial counts a success, or a partial one the response body reports.
 func (e *Exporter) partial(body []byte, profiles int) {
-	resp := pprofileotlp.NewExportResponse()
-	if len(body) > 0 && resp.UnmarshalProto(body) == nil {
-		ps := resp.PartialSuccess()
-		if ps.RejectedProfiles() > 0 || ps.ErrorMessage() != "" {
-			e.result(ResultPartial, int(ps.RejectedProfiles()), "partial: "+ps.ErrorMessage(),
-				fmt.Errorf("%s took the profiles in part: %d rejected: %s", e.cfg.URL, ps.RejectedProfiles(), ps.ErrorMessage()))
+	// The response's message types come from the OTLP protobuf module
+	// without gRPC (its "slim" build): ctprof speaks HTTP only.
+	var resp collectorprofiles.ExportProfilesServiceResponse
+	if len(body) > 0 && proto.Unmarshal(body, &resp) == nil {
+		ps := resp.GetPartialSuccess()
+		if ps.GetRejectedProfiles() > 0 || ps.GetErrorMessage() != "" {
+			e.result(ResultPartial, int(ps.GetRejectedProfiles()), "partial: "+ps.GetErrorMessage(),
+				fmt.Errorf("%s took the profiles in part: %d rejected: %s", e.cfg.URL, ps.GetRejectedProfiles(), ps.GetErrorMessage()))
 			e.mu.Lock()
-			e.sent += uint64(max(profiles-int(ps.RejectedProfiles()), 0))
+			e.sent += uint64(max(profiles-int(ps.GetRejectedProfiles()), 0))
 			e.mu.Unlock()
 			return
 		}
