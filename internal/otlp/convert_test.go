@@ -89,3 +89,42 @@ func TestDeltaNeverNegative(t *testing.T) {
 	}
 	assert.Empty(t, d.Sample)
 }
+
+func pprofOf(t *testing.T, stacks []*analysis.FoldedStack, waits []*analysis.WaitStack) *profile.Profile {
+	t.Helper()
+	p, err := report.PprofProfile(report.PprofInput{Stacks: stacks, WaitStacks: waits, Interval: time.Second})
+	require.NoError(t, err)
+	return p
+}
+
+// Stacks folded into "(other stacks)" when the Aggregator's table filled
+// move their samples there: that is not new, and the delta says only
+// what other really gained.
+func TestDeltaOfFoldedStacksIsOnlyWhatIsNew(t *testing.T) {
+	label := analysis.StackLabel{State: "BLOCKED", Pool: "w-N"}
+	prev := pprofOf(t, []*analysis.FoldedStack{
+		{Frames: []string{"run", "a"}, Count: 5, ByLabel: map[analysis.StackLabel]int{label: 5}},
+		{Frames: []string{"run", "b"}, Count: 4, ByLabel: map[analysis.StackLabel]int{label: 4}},
+	}, nil)
+	cur := pprofOf(t, []*analysis.FoldedStack{
+		{Frames: []string{"run", "b"}, Count: 6, ByLabel: map[analysis.StackLabel]int{label: 6}},
+		{Frames: []string{"(other stacks)"}, Count: 7, ByLabel: map[analysis.StackLabel]int{label: 7}},
+	}, nil)
+	d := Delta(prev, cur, time.Unix(0, 0), time.Unix(1, 0))
+	got := testotelcol.PprofValues(d, nil)["samples/count"]
+	assert.Equal(t, map[string]int64{"b::0;run::0": 2, "(other stacks)::0": 2}, got)
+}
+
+// A JFR recording's first waits add sample types: the delta still sends
+// only what is new, with the waits.
+func TestDeltaWhenMeasuredWaitsArrive(t *testing.T) {
+	label := analysis.StackLabel{State: "BLOCKED", Pool: "w-N"}
+	prev := pprofOf(t, []*analysis.FoldedStack{{Frames: []string{"run", "a"}, Count: 3, ByLabel: map[analysis.StackLabel]int{label: 3}}}, nil)
+	cur := pprofOf(t, []*analysis.FoldedStack{{Frames: []string{"run", "a"}, Count: 5, ByLabel: map[analysis.StackLabel]int{label: 5}}},
+		[]*analysis.WaitStack{{Frames: []string{"run", "a"}, Count: 4, WaitNanos: 8e6, Source: analysis.WaitsJFR}})
+	require.Len(t, cur.SampleType, 4)
+	d := Delta(prev, cur, time.Unix(0, 0), time.Unix(1, 0))
+	got := testotelcol.PprofValues(d, nil)
+	assert.Equal(t, map[string]int64{"a::0;run::0": 2}, got["samples/count"], "not the cumulative 5")
+	assert.Equal(t, map[string]int64{"a::0;run::0": 4}, got["contentions/count"])
+}
