@@ -613,7 +613,7 @@ func (a *Aggregator) pruneStacks() {
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].Count > all[j].Count })
 	if a.stacksOther == nil {
-		a.stacksOther = &FoldedStack{Frames: []string{"(other stacks)"}, ByLabel: map[StackLabel]int{}}
+		a.stacksOther = &FoldedStack{Frames: []string{OtherStacks}, ByLabel: map[StackLabel]int{}}
 	}
 	o := a.stacksOther
 	for _, s := range all[a.opts.MaxStacks/2:] {

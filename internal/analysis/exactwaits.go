@@ -312,7 +312,7 @@ func (a *Aggregator) addExactStack(st []symbolize.StackFrame, lockID string, wai
 	es := r.stacks[key]
 	if es == nil {
 		if len(r.stacks) >= a.opts.MaxStacks {
-			key, names = otherStacks, []string{otherStacks}
+			key, names = OtherStacks, []string{OtherStacks}
 			es = r.stacks[key]
 		}
 		if es == nil {

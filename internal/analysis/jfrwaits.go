@@ -98,6 +98,10 @@ type WaitStack struct {
 	Source string
 }
 
+// OtherStacks is the frame of the one entry the stack tables fold their
+// rarest stacks into when they fill (Stacks, WaitStacks).
+const OtherStacks = "(other stacks)"
+
 // Who measured a WaitStack's waits.
 const (
 	WaitsJFR        = "jfr"
@@ -108,7 +112,6 @@ const (
 	maxJFRSites       = 16
 	maxJFRThreads     = 32
 	maxWaitStackLocks = 8
-	otherStacks       = "(other stacks)"
 )
 
 // jfrAgg accumulates the JFR waits and GC pauses of a run.
@@ -348,10 +351,10 @@ func (a *Aggregator) addWaitStack(j *jfrAgg, st []threaddump.Frame, lockID strin
 	ws := j.stacks[string(k)]
 	if ws == nil {
 		if len(j.stacks) >= a.opts.MaxStacks {
-			ws = j.stacks[otherStacks]
+			ws = j.stacks[OtherStacks]
 			if ws == nil {
-				ws = &WaitStack{Frames: []string{otherStacks}, ByLock: map[string]int64{}}
-				j.stacks[otherStacks] = ws
+				ws = &WaitStack{Frames: []string{OtherStacks}, ByLock: map[string]int64{}}
+				j.stacks[OtherStacks] = ws
 			}
 		} else {
 			fr := make([]string, len(st))

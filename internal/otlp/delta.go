@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/ctprof/ctprof/internal/analysis"
 )
 
 // Delta is what cur, a profile of everything sampled so far, adds to prev,
@@ -97,11 +99,8 @@ func widen(p *profile.Profile, types []*profile.ValueType) *profile.Profile {
 // isOther reports the Aggregator's "(other stacks)" entry.
 func isOther(s *profile.Sample) bool {
 	return len(s.Location) == 1 && len(s.Location[0].Line) == 1 && s.Location[0].Line[0].Function != nil &&
-		s.Location[0].Line[0].Function.Name == otherStacks
+		s.Location[0].Line[0].Function.Name == analysis.OtherStacks
 }
-
-// otherStacks is the frame of the Aggregator's folded-away stacks.
-const otherStacks = "(other stacks)"
 
 // labelsKey is a sample's labels as one string.
 func labelsKey(s *profile.Sample) string {
