@@ -470,21 +470,16 @@ func dropTailCalls(frames []gdbFrame, mem *procfs.MemReader) []gdbFrame {
 	return out
 }
 
-type blockedThread struct {
-	nr     int
-	args   [6]uint64
-	sp, pc uint64
-	stack  []symbolize.StackFrame
-}
-
-// compareWithGDB unwinds the threads of pid blocked in a system call with
-// procfs's unwinder (as ctprof's sampler does), takes gdb's backtraces,
-// and compares the threads that sat in the same system call at the same
-// stack pointer and program counter before and after gdb: the same
-// frames, by program counter at each depth, and the same names where both
-// name a frame. Tried up to 4 times, until a lock waiter (in
-// pthread_mutex_lock) and an idle worker (in epoll_wait under
-// event_base_loop) were both compared.
+// compareWithGDB compares procfs's unwinder (as ctprof's sampler uses it)
+// with gdb's backtraces of the same moment: gdb stops every thread, prints
+// their backtraces and registers into a file, and holds them stopped
+// while this test unwinds each thread that sat in a system call from the
+// registers gdb read, with the same memory. Comparing two moments instead
+// would be a race: a waiter on a hot lock leaves and comes back to the
+// same futex call at the same stack pointer from another call site.
+// Tried up to 6 times, until a lock waiter (in pthread_mutex_lock) and an
+// idle worker (in epoll_wait under event_base_loop) were both compared,
+// and a waiter's first frame in memcached was a wait site ctprof reported.
 func compareWithGDB(t *testing.T, pid int, sites map[string]bool) {
 	t.Helper()
 	if _, err := exec.LookPath("gdb"); err != nil {
@@ -496,60 +491,30 @@ func compareWithGDB(t *testing.T, pid int, sites map[string]bool) {
 	compared, matched := 0, 0
 	siteSeen := false
 	for attempt := 1; attempt <= 6 && !(waiter && idle && siteSeen); attempt++ {
+		g := stopWithGDB(t, pid)
 		u := symbolize.NewUnwinder(fs.Target(pid))
 		mem := fs.NewMemReader(pid)
-		before := map[int]blockedThread{}
-		for _, tid := range taskIDs(pid) {
-			runs := timeslices(pid, tid)
-			nr, args, sp, pc, ok := readSyscall(pid, tid)
-			if !ok || runs == "" {
+		for tid, th := range g.threads {
+			var insn [2]byte
+			// Only threads stopped in a system call (the instruction
+			// before rip is `syscall`): the sampler unwinds no other.
+			if !th.haveRIP || !th.haveRSP || th.rip < 2 || !mem.ReadStack(th.rip-2, insn[:]) || insn != [2]byte{0x0f, 0x05} {
 				continue
 			}
-			st := u.Unwind(symbolize.Regs{PC: pc, SP: sp}, mem, symbolize.MaxStackFrames)
-			// The thread must not have run while it was unwound: the
-			// same system call at the same place is not enough, a waiter
-			// on a hot lock leaves and comes back to it (its stack read
-			// in between mixes two moments).
-			nr2, args2, sp2, pc2, ok2 := readSyscall(pid, tid)
-			if !ok2 || nr2 != nr || args2[0] != args[0] || sp2 != sp || pc2 != pc || timeslices(pid, tid) != runs {
-				continue
-			}
-			before[tid] = blockedThread{nr: nr, args: args, sp: sp, pc: pc, stack: st}
-		}
-		_ = u.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		cmd := exec.CommandContext(ctx, "gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-p", strconv.Itoa(pid),
-			"-ex", "thread apply all bt", "-ex", "thread apply all info registers rip rsp")
-		cmd.Env = append(os.Environ(), "DEBUGINFOD_URLS=")
-		out, err := cmd.CombinedOutput()
-		cancel()
-		require.NoError(t, err, "gdb: %s", out)
-		gdb := parseGDB(string(out))
-		require.NotEmpty(t, gdb, "gdb printed no backtrace: %s", out)
-		for tid, b := range before {
-			nr, args, sp, pc, ok := readSyscall(pid, tid)
-			if !ok || nr != b.nr || args[0] != b.args[0] || sp != b.sp || pc != b.pc {
-				continue // it moved: the two reads are of different moments
-			}
-			g, ok := gdb[tid]
-			// gdb stopped it in the same wait: a hot lock's waiter leaves
-			// and comes back to the same place between two reads.
-			if !ok || !g.haveRIP || !g.haveRSP || g.rip != b.pc || g.rsp != b.sp {
-				continue
-			}
-			frames := dropTailCalls(g.frames, mem)
+			st := u.Unwind(symbolize.Regs{PC: th.rip, SP: th.rsp}, mem, symbolize.MaxStackFrames)
+			frames := dropTailCalls(th.frames, mem)
 			compared++
-			if diff := diffStacks(b.stack, frames, b.pc); diff != "" {
-				t.Errorf("attempt %d: thread %d (syscall %d at sp %#x pc %#x): the unwinder and gdb disagree: %s\nours: %s\ngdb:  %s", attempt, tid, b.nr, b.sp, b.pc, diff, frameNames(b.stack), gdbNames(g.frames))
+			if diff := diffStacks(st, frames, th.rip); diff != "" {
+				t.Errorf("attempt %d: thread %d (stopped at sp %#x pc %#x): the unwinder and gdb disagree: %s\nours: %s\ngdb:  %s", attempt, tid, th.rsp, th.rip, diff, frameNames(st), gdbNames(th.frames))
 				continue
 			}
 			matched++
-			names := frameNames(b.stack)
-			if b.nr == 202 && strings.Contains(names, "pthread_mutex_lock") {
+			names := frameNames(st)
+			if strings.Contains(names, "pthread_mutex_lock") {
 				waiter = true
 				// The first frame in memcached is a wait site ctprof
 				// reported (for a waiter on a lock it saw).
-				for _, f := range b.stack {
+				for _, f := range st {
 					if f.Module == "memcached" {
 						if sites[fmt.Sprintf("memcached+%#x", f.PC-base)] {
 							siteSeen = true
@@ -558,31 +523,76 @@ func compareWithGDB(t *testing.T, pid int, sites map[string]bool) {
 					}
 				}
 			}
-			if b.nr == 232 && strings.Contains(names, "event_base_loop") {
+			if strings.Contains(names, "epoll_wait") && strings.Contains(names, "event_base_loop") {
 				idle = true
 			}
 		}
 		_ = mem.Close()
+		_ = u.Close()
+		g.release()
 		t.Logf("gdb attempt %d: %d threads compared so far, %d the same; a lock waiter compared: %v, an idle worker: %v, a reported wait site confirmed: %v", attempt, compared, matched, waiter, idle, siteSeen)
 	}
-	assert.NotZero(t, compared, "no thread sat still across gdb's backtraces")
+	assert.NotZero(t, compared, "gdb stopped no thread in a system call")
 	assert.True(t, waiter, "no thread waiting in pthread_mutex_lock was compared with gdb")
 	assert.True(t, idle, "no idle worker in epoll_wait was compared with gdb")
 	assert.True(t, siteSeen, "no waiter compared with gdb waited at a site ctprof reported (%v)", sites)
 }
 
-// timeslices is how many times the thread was put on a CPU (the third
-// field of /proc/<tid>/schedstat); "" when it cannot be read.
-func timeslices(pid, tid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid))
+// gdbStop is a process gdb holds stopped, and what gdb printed of it.
+type gdbStop struct {
+	threads map[int]*gdbThread
+	release func()
+}
+
+// stopWithGDB attaches gdb to pid, has it write every thread's backtrace
+// and registers into a file, and returns while gdb still holds the
+// process stopped (in a `shell` command that waits for a file to
+// appear); release lets gdb detach and waits for it to exit.
+func stopWithGDB(t *testing.T, pid int) gdbStop {
+	t.Helper()
+	dir := t.TempDir()
+	logFile, ready, goOn := filepath.Join(dir, "gdb.log"), filepath.Join(dir, "ready"), filepath.Join(dir, "go")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	cmd := exec.CommandContext(ctx, "gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-p", strconv.Itoa(pid),
+		"-ex", "set logging file "+logFile, "-ex", "set logging overwrite on", "-ex", "set logging redirect on",
+		"-ex", "set logging enabled on",
+		"-ex", "thread apply all bt", "-ex", "thread apply all info registers rip rsp",
+		"-ex", "set logging enabled off",
+		"-ex", fmt.Sprintf("shell touch %s; while [ ! -e %s ]; do sleep 0.05; done", ready, goOn))
+	cmd.Env = append(os.Environ(), "DEBUGINFOD_URLS=")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	release := func() {
+		_ = os.WriteFile(goOn, nil, 0o600)
+		err := <-exited
+		cancel()
+		require.NoError(t, err, "gdb: %s", out.String())
+	}
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		select {
+		case err := <-exited:
+			cancel()
+			t.Fatalf("gdb exited (%v) before it had stopped the process: %s", err, out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	b, err := os.ReadFile(logFile)
 	if err != nil {
-		return ""
+		release()
+		require.NoError(t, err)
 	}
-	f := strings.Fields(string(b))
-	if len(f) != 3 {
-		return ""
+	threads := parseGDB(string(b))
+	if len(threads) == 0 {
+		release()
+		t.Fatalf("gdb printed no backtrace: %s", b)
 	}
-	return f[2]
+	return gdbStop{threads: threads, release: release}
 }
 
 // moduleBase is the load address of pid's mapping of the named binary
