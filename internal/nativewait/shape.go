@@ -374,6 +374,15 @@ func Site(st []symbolize.StackFrame) string {
 	return readShape(st, nil).site
 }
 
+// SiteModule is the module of Site's innermost frame: the binary whose
+// code waits; "" when the stack has no frame of the program.
+func SiteModule(st []symbolize.StackFrame) string {
+	if len(st) == 0 {
+		return ""
+	}
+	return readShape(st, nil).module
+}
+
 // Trampolines learns a process's own thread-start trampolines: a frame
 // right above the runtime's start plumbing whose one call site (return
 // address) goes on into different functions of the program in different

@@ -99,6 +99,12 @@ type ThreadReader struct {
 	// the slice Read returned.
 	DeferWaits bool
 	pending    []int32
+	// EagerWaits are threads whose waits a sweep with DeferWaits reads at
+	// once when they sleep: a JVM's threads that the previous dump showed
+	// in a library's native code keep running through the dump's
+	// safepoint until they come back from it, and their waits are the
+	// library's, read before the safepoint drains them.
+	EagerWaits map[int]bool
 	// OneSample makes the next sweep read what a sample without a
 	// successor can use: no rates come of it, so only stat (state, CPU
 	// time, policy, nice) and the affinity (sched_getaffinity, no file),
@@ -757,7 +763,7 @@ func (r *ThreadReader) readThread(t *Thread, tf *threadFiles) error {
 		}
 		return nil
 	}
-	if r.DeferWaits {
+	if r.DeferWaits && !r.EagerWaits[t.TID] {
 		// ReadWaits reads wchan and syscall, or not, and brings the
 		// carried-over copy up to date.
 		r.pending = append(r.pending, -1) // Read sets the index

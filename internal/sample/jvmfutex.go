@@ -338,6 +338,21 @@ func (s *Sampler) noteDumpThreads(d *threaddump.Dump) {
 	}
 }
 
+// javaInNative are the threads the latest dump showed in a library's
+// native code (nil: none, or no dump yet).
+func (s *Sampler) javaInNative() map[int]bool {
+	var in map[int]bool
+	for tid, kind := range s.dumped {
+		if kind == dumpedJavaInNative {
+			if in == nil {
+				in = map[int]bool{}
+			}
+			in[tid] = true
+		}
+	}
+	return in
+}
+
 // jvmProgramFutexes removes from futexes (in place) the waits of a JVM
 // target that are not the program's contention: see jvmFutexFilter.
 // safepointWindow is called, at most once, only when a wait on the C heap

@@ -332,6 +332,10 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	var jvmErr error
 	dumping := s.jvm != nil && s.dumpDue(snap.Time)
 	var dumped chan struct{}
+	var inNative map[int]bool
+	if dumping {
+		inNative = s.javaInNative() // before the dump replaces the table
+	}
 	switch {
 	case dumping:
 		// The sweep starts once the request is on its way: started at
@@ -351,6 +355,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 		jvmErr = s.takeJVM(ctx, snap, nil)
 	}
 	s.threads.DeferWaits = dumping
+	s.threads.EagerWaits = inNative
 	s.threads.LeaveCPU = dumping
 	buf := s.spare[:0]
 	s.spare = nil
@@ -359,6 +364,9 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	}
 	threads, err := s.threads.Read(buf)
 	sweptAt := time.Now()
+	if err == nil && len(inNative) > 0 {
+		s.unwindEarly(threads, inNative)
+	}
 	// The connections and the host's counters do not depend on the dump:
 	// read while it is under way.
 	var connErr error

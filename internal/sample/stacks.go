@@ -3,6 +3,7 @@ package sample
 import (
 	"strings"
 
+	"github.com/ctprof/ctprof/internal/nativewait"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/symbolize"
@@ -53,6 +54,10 @@ type stackState struct {
 	Unwound, Reused, Discarded, Retried int
 	// symGen is symbolize.SymbolGeneration when cache was named.
 	symGen uint64
+	// next is the tick's cache as it is filled (nil before its first
+	// unwind), early the threads unwindEarly took in the tick.
+	next  map[int]cachedStack
+	early map[int]bool
 }
 
 // readHoldersNow reads each lock holder's state again right after its
@@ -81,8 +86,10 @@ func (s *Sampler) readHoldersNow(threads []snapshot.OSThread, futexes []snapshot
 // unwindStacks fills Stack for the threads this target's stacks are taken
 // of (see above), from the cache where a thread has not moved. It reports
 // whether a thread was read again in another wait than the sweep saw, so
-// that the sample's futex waits must be grouped again.
+// that the sample's futex waits must be grouped again. The threads
+// unwindEarly read in this tick keep what it found.
 func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.FutexWait) (moved bool) {
+	defer s.endUnwinds()
 	var want map[int]bool
 	if s.target.Kind == snapshot.KindJVM {
 		want = map[int]bool{}
@@ -90,10 +97,6 @@ func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.F
 			if _, _, _, ok := procfs.BlockingFutex(&threads[i]); ok && s.dumped[threads[i].TID] == dumpedJavaInNative {
 				want[threads[i].TID] = true
 			}
-		}
-		if len(futexes) == 0 && len(want) == 0 {
-			s.stacks.cache = nil
-			return false
 		}
 		for _, fw := range futexes {
 			if fw.Kind == snapshot.FutexCondition {
@@ -106,15 +109,52 @@ func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.F
 				want[fw.Holder.TID] = true
 			}
 		}
+		for tid := range s.stacks.early {
+			delete(want, tid)
+		}
+		if len(want) == 0 {
+			return false
+		}
 	}
+	return s.unwindThreads(threads, want)
+}
+
+// unwindEarly unwinds, right after a sweep taken while a thread dump is
+// under way, the threads the previous dump showed in a library's native
+// code (inNative) that the sweep found blocked in a futex: they went on
+// through the dump's safepoint, and read after it their waits would be
+// those the safepoint left (a write group's followers, woken, return into
+// the safepoint and queue no more: RocksDB's waiters ran up to a quarter
+// under /proc's own count). unwindStacks leaves them as read here.
+func (s *Sampler) unwindEarly(threads []snapshot.OSThread, inNative map[int]bool) {
+	want := map[int]bool{}
+	for i := range threads {
+		if _, _, _, ok := procfs.BlockingFutex(&threads[i]); ok && inNative[threads[i].TID] {
+			want[threads[i].TID] = true
+		}
+	}
+	if len(want) == 0 {
+		return
+	}
+	s.unwindThreads(threads, want)
+	s.stacks.early = want
+}
+
+// unwindThreads unwinds the threads of want (nil: all) blocked in a system
+// call, into the tick's cache (see unwindStacks).
+func (s *Sampler) unwindThreads(threads []snapshot.OSThread, want map[int]bool) (moved bool) {
 	u := s.unwinder()
-	// Debug files a debuginfod server sent since the last sample name
-	// frames from now on: stacks named before are read again.
-	s.notes = append(s.notes, u.Refresh()...)
-	if g := symbolize.SymbolGeneration(); g != s.stacks.symGen {
-		s.stacks.symGen, s.stacks.cache = g, nil
+	if s.stacks.next == nil {
+		// The tick's first unwinds. Debug files a debuginfod server sent
+		// since the last sample name frames from now on: stacks named
+		// before are read again.
+		s.notes = append(s.notes, u.Refresh()...)
+		if g := symbolize.SymbolGeneration(); g != s.stacks.symGen {
+			s.stacks.symGen, s.stacks.cache = g, nil
+		}
+		s.stacks.next = make(map[int]cachedStack, len(s.stacks.cache))
 	}
-	next := make(map[int]cachedStack, len(s.stacks.cache))
+	next := s.stacks.next
 	fresh := 0
 	for i := range threads {
 		t := &threads[i]
@@ -153,29 +193,40 @@ func (s *Sampler) unwindStacks(threads []snapshot.OSThread, futexes []snapshot.F
 				moved = true
 			}
 		}
-		if want != nil {
-			t.Stack = nativePart(t.Stack)
+		if s.target.Kind == snapshot.KindJVM {
+			t.Stack = nativePart(t.Stack, s.libjvm.Module())
 		}
 		if len(t.Stack) > 0 {
 			next[t.TID] = cachedStack{key: key, stack: t.Stack}
 		}
 	}
-	s.stacks.cache = next
 	return moved
+}
+
+// endUnwinds ends a tick's unwinds: the stacks it read (or kept) are the
+// next tick's cache.
+func (s *Sampler) endUnwinds() {
+	s.stacks.cache, s.stacks.next, s.stacks.early = s.stacks.next, nil, nil
 }
 
 // nativePart cuts a JVM thread's native stack where it enters code no
 // binary holds (JIT-compiled Java, the interpreter's generated code): the
 // unwinder has no call-frame information there and what it finds beyond
-// is a guess, while the thread dump has the Java frames.
-func nativePart(st []symbolize.StackFrame) []symbolize.StackFrame {
+// is a guess, while the thread dump has the Java frames. It is nil when
+// the wait's site (the first frame above the C runtime's machinery) is in
+// the JVM's own library jvmModule: a wait of the JVM itself (a thread
+// coming back from native code into a safepoint, as ctprof's own thread
+// dumps make them, or the JVM's own locks), which the dump judges, not a
+// wait in a library the Java code called.
+func nativePart(st []symbolize.StackFrame, jvmModule string) []symbolize.StackFrame {
 	for i, f := range st {
 		if f.Function == "" && !strings.HasSuffix(f.Module, ".so") && !strings.Contains(f.Module, ".so.") {
-			if i == 0 {
-				return nil
-			}
-			return st[:i]
+			st = st[:i]
+			break
 		}
+	}
+	if len(st) == 0 || jvmModule != "" && nativewait.SiteModule(st) == jvmModule {
+		return nil
 	}
 	return st
 }

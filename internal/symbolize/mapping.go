@@ -18,6 +18,15 @@ type Mapping struct {
 	Path string
 }
 
+// Module names the binary the mapping maps as the symbolizer's frames
+// name it (StackFrame.Module); "" for anonymous memory.
+func (m Mapping) Module() string {
+	if m.Path == "" {
+		return ""
+	}
+	return moduleName(m.Path)
+}
+
 // Deleted reports a file that was deleted after it was mapped.
 func (m Mapping) Deleted() bool { return strings.HasSuffix(m.Path, " (deleted)") }
 
