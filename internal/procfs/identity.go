@@ -3,6 +3,7 @@ package procfs
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -27,9 +28,17 @@ type Identity struct {
 	StartStack, StartCode uint64
 }
 
-// Identity reads pid's Identity: its stat line and the exe link.
+// Identity reads pid's Identity: its leader thread's stat line and the
+// exe link. The thread's line has the process's fields (the same start
+// time, which exec keeps, and the same memory layout) without the
+// process-wide sums of /proc/<pid>/stat, which the kernel adds up over
+// every thread at each read (2.4 ms for a JVM of 10,000 threads: 5 % of
+// ctprof's CPU in a 20 s attach of it).
 func (f FS) Identity(pid int) (Identity, error) {
-	b, err := f.readFile(f.pidPath(pid, "stat"))
+	b, err := f.readFile(f.pidPath(pid, "task", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		b, err = f.readFile(f.pidPath(pid, "stat")) // a /proc without task/
+	}
 	if err != nil {
 		return Identity{}, err
 	}

@@ -291,7 +291,10 @@ func applyWaitRule(frames []Frame, from int, program, blockerPkg, object, waited
 // call site at frames[call], or -1 when there is none: the outermost frame
 // of another organization than the loop's, or, in the program's own code,
 // the first frame of another class than the loop's (the program's loop and
-// its helpers are one class).
+// its helpers are one class; the JVM's bridge to a lambda or method
+// reference a class defines, "X$$Lambda…", is X's code: a loop that runs
+// its own class's lambda, or reaches its own method through one, runs no
+// other code).
 func workFrame(frames []Frame, loop, call int, program string) int {
 	org := Organization(frames[loop].Class)
 	for i := loop - 1; i >= call; i-- {
@@ -301,12 +304,22 @@ func workFrame(frames []Frame, loop, call int, program string) int {
 	}
 	if program != "?" && org == program && org != "jdk" {
 		for i := loop - 1; i >= call; i-- {
-			if frames[i].Class != frames[loop].Class {
+			if lambdaHost(frames[i].Class) != lambdaHost(frames[loop].Class) {
 				return i
 			}
 		}
 	}
 	return -1
+}
+
+// lambdaHost is the class that defines a lambda bridge class
+// ("app.Server$$Lambda$14/0x…" and JDK 21's "app.Server$$Lambda/0x…" are
+// app.Server's); any other class is itself.
+func lambdaHost(class string) string {
+	if i := strings.Index(class, "$$Lambda"); i > 0 {
+		return class[:i]
+	}
+	return class
 }
 
 // isTaskMethod reports the entry of a task handed to a loop: the run()
