@@ -108,7 +108,7 @@ func TestDeltaOfFoldedStacksIsOnlyWhatIsNew(t *testing.T) {
 	}, nil)
 	cur := pprofOf(t, []*analysis.FoldedStack{
 		{Frames: []string{"run", "b"}, Count: 6, ByLabel: map[analysis.StackLabel]int{label: 6}},
-		{Frames: []string{"(other stacks)"}, Count: 7, ByLabel: map[analysis.StackLabel]int{label: 7}},
+		{Frames: []string{analysis.OtherStacks}, Count: 7, ByLabel: map[analysis.StackLabel]int{label: 7}},
 	}, nil)
 	d := Delta(prev, cur, time.Unix(0, 0), time.Unix(1, 0))
 	got := testotelcol.PprofValues(d, nil)["samples/count"]

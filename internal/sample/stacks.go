@@ -155,6 +155,10 @@ func (s *Sampler) unwindThreads(threads []snapshot.OSThread, want map[int]bool) 
 		s.stacks.next = make(map[int]cachedStack, len(s.stacks.cache))
 	}
 	next := s.stacks.next
+	jvmModule := "" // named once: a module's name is worked out by a regexp
+	if s.target.Kind == snapshot.KindJVM {
+		jvmModule = s.libjvm.Module()
+	}
 	fresh := 0
 	for i := range threads {
 		t := &threads[i]
@@ -194,7 +198,7 @@ func (s *Sampler) unwindThreads(threads []snapshot.OSThread, want map[int]bool) 
 			}
 		}
 		if s.target.Kind == snapshot.KindJVM {
-			t.Stack = nativePart(t.Stack, s.libjvm.Module())
+			t.Stack = nativePart(t.Stack, jvmModule)
 		}
 		if len(t.Stack) > 0 {
 			next[t.TID] = cachedStack{key: key, stack: t.Stack}
