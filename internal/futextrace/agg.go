@@ -29,21 +29,20 @@ type futexAcc struct {
 	seen int // sleeping calls seen, for the reservoir
 }
 
-// word is a futex word as the kernel keys it: a private word
-// (FUTEX_PRIVATE_FLAG) by its process and address, a shared one by its
-// address alone (processes that share the memory at one address, as a
-// parent's mapping inherited by its children, wait on one word).
+// word is a futex word of one process: a private word (FUTEX_PRIVATE_FLAG)
+// is its process's, and so is a shared one as far as the tracer can tell:
+// whether two processes' shared words are one (the same object and
+// offset of shared memory, at one address or at addresses of their own)
+// takes their mappings, which the caller reads (sample's treewords.go).
 type word struct {
-	pid  int // 0 for a shared word
-	addr uint64
+	pid     int
+	addr    uint64
+	private bool
 }
 
 // wordOf is the word a call of process pid on addr with op waits on.
 func wordOf(pid int, addr, op uint64) word {
-	if op&flagPrivate != 0 {
-		return word{pid: pid, addr: addr}
-	}
-	return word{addr: addr}
+	return word{pid: pid, addr: addr, private: op&flagPrivate != 0}
 }
 
 // aggregate holds the current batch's traced calls by futex word.
@@ -62,7 +61,7 @@ func newAggregate(maxDurations, maxStacks int) *aggregate {
 func (a *aggregate) acc(w word, pid int) *futexAcc {
 	f := a.futexes[w]
 	if f == nil {
-		f = &futexAcc{f: Futex{Addr: w.addr, PID: pid, Private: w.pid != 0}, tids: map[int]*perTID{}}
+		f = &futexAcc{f: Futex{Addr: w.addr, PID: pid, Private: w.private}, tids: map[int]*perTID{}}
 		a.futexes[w] = f
 	}
 	return f

@@ -77,10 +77,11 @@ func OpName(op int) string {
 type Futex struct {
 	// Addr is the futex word's address in the target.
 	Addr uint64
-	// PID is the process of the calls: a private word's
-	// (FUTEX_PRIVATE_FLAG: Private), whose address is its own; for a
-	// shared word, one in memory several processes share (a tree of
-	// processes traced together), the process of the first call booked.
+	// PID is the process of the calls, whose address Addr is: each
+	// process's calls are a futex of their own, also on a shared word
+	// (no FUTEX_PRIVATE_FLAG: Private false), which the processes of a
+	// tree may map at addresses of their own; the caller joins them by
+	// their mappings.
 	PID     int
 	Private bool
 	// Op is the futex(2) op argument of the last traced call, flags

@@ -103,6 +103,18 @@ type MemReader struct {
 	denied bool
 	failed bool
 	buf    [64]byte
+	// peers says whether a thread of another process that shares memory
+	// with this one (a tree of processes) may hold a lock in it.
+	peers func(tid int) bool
+}
+
+// SetPeers names the threads of other processes that may hold the locks
+// in this process's shared memory: a process-shared mutex of a server
+// made of processes is held by a thread of another of its processes.
+func (r *MemReader) SetPeers(peers func(tid int) bool) {
+	if r != nil {
+		r.peers = peers
+	}
 }
 
 // NewMemReader returns a reader of pid's memory; it opens nothing yet.
@@ -150,10 +162,15 @@ func (r *MemReader) FillHolders(futexes []FutexWait, threads []Thread) {
 		}
 		return tid > 0 && tids[tid]
 	}
+	isPeer := func(tid int) bool { return isThread(tid) || tid > 0 && r.peers(tid) }
 	for i := range futexes {
 		fw := &futexes[i]
 		fw.Holder = nil
 		l := fw.Location
+		isThread := isThread
+		if r.peers != nil && l.InSharedMemory() {
+			isThread = isPeer
+		}
 		switch {
 		case l.SymbolSize == sizeofPthreadRwlock && (l.SymbolOffset == 8 || l.SymbolOffset == 12):
 			fw.Holder = r.rwlock(fw.Address-l.SymbolOffset, isThread)
@@ -175,16 +192,25 @@ func (r *MemReader) FillHolders(futexes []FutexWait, threads []Thread) {
 			}
 			fw.Holder, fw.Kind = h, FutexLock
 		}
-		if fw.Holder != nil && slices.Contains(fw.TIDs, fw.Holder.TID) {
-			// The sweep saw the holder wait on this very lock: it took
-			// the lock between the sweep and the read (a self-deadlock
-			// looks the same, and is left unnamed rather than guessed).
-			fw.Holder.TID = 0
-			if fw.Holder.Lock != "rwlock" {
-				fw.Holder = nil
-			}
-		}
+		DropWaitingHolder(fw)
 	}
+}
+
+// DropWaitingHolder unnames a holder that the sweep saw wait on this very
+// lock: it took the lock between the sweep and the read of the lock's
+// memory (a self-deadlock looks the same, and is left unnamed rather than
+// guessed). An rwlock keeps what it says of its readers.
+func DropWaitingHolder(fw *FutexWait) {
+	if fw.Holder == nil || !slices.Contains(fw.TIDs, fw.Holder.TID) {
+		return
+	}
+	if fw.Holder.Lock != "rwlock" {
+		fw.Holder = nil
+		return
+	}
+	h := *fw.Holder
+	h.TID = 0
+	fw.Holder = &h
 }
 
 // timedLockWait is a wait that may be pthread_mutex_timedlock's: glibc

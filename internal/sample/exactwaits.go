@@ -176,8 +176,8 @@ func (s *Sampler) readExactWaits(snap *snapshot.Snapshot, threads []snapshot.OST
 	for _, f := range b.Futexes {
 		o := owners.of(f.PID)
 		addr := f.Addr
-		if f.Private {
-			addr |= o.tag // a descendant's own word (tree.go)
+		if owners.tree != nil {
+			addr = owners.tree.wordKey(o.s.sym, f.Addr, f.Private, o.tag) // treewords.go
 		}
 		tf := snapshot.TracedFutex{
 			Address: addr, Op: procfs.FutexOpName(uint64(f.Op)),

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/snapshot"
-	"golang.org/x/sys/unix"
 )
 
 // Servers made of processes. PostgreSQL forks a backend per client, nginx
@@ -17,13 +15,11 @@ import (
 // the target's descendants. A tree is sampled as one target: every tick
 // each process of it is swept by a Sampler of its own, and the samples are
 // merged into the root's snapshot, whose threads then carry their
-// process's pid (procfs.Thread.PID). What the analysis keys by address is
-// kept apart: a private futex word (FUTEX_PRIVATE_FLAG) of a descendant
-// gets its process's index in the tree in its top 16 bits, which no user
-// address has on x86-64 and arm64; a shared one (a lock in shared memory)
-// keeps its address, so that processes that inherited the mapping from
-// their parent (PostgreSQL's shared buffers and lock tables) wait on one
-// word.
+// process's pid (procfs.Thread.PID). Futex words are keyed as the kernel
+// keys futexes (treewords.go): a process's own word by the process and its
+// address, a word of shared memory by the object and its offset, so the
+// waits of processes that map one segment, at one address or at their
+// own, are on one word.
 
 // TreeMode says whether a target's descendants are sampled with it.
 type TreeMode int
@@ -64,7 +60,16 @@ type treeState struct {
 	// refused are their pids (with start times), not tried again.
 	failed  map[string]int
 	refused map[refusedProcess]bool
+	// shared is where each shared object's offset 0 lies in the keys of
+	// its words (treewords.go).
+	shared map[sharedObject]uint64
+	// tids are the threads of the tree's last sample: a lock in shared
+	// memory may be held by a thread of any of its processes.
+	tids map[int]bool
 }
+
+// hasThread reports a thread of the tree's last sample.
+func (t *treeState) hasThread(tid int) bool { return t.tids[tid] }
 
 // refusedProcess is a process that could not be sampled: its pid and
 // start time (a reused pid is another process).
@@ -92,6 +97,7 @@ func (s *Sampler) newTree() {
 	}
 	s.tree = &treeState{mode: s.opts.Tree, on: s.opts.Tree == TreeOn, exe: s.fs.Executable(s.opts.PID),
 		members: map[int]*treeMember{}, nextIndex: 1, seen: 1, failed: map[string]int{}, refused: map[refusedProcess]bool{}}
+	s.mem.SetPeers(s.tree.hasThread)
 }
 
 // memberOptions are a descendant's sampler's: the run's, without its end
@@ -156,6 +162,7 @@ func (s *Sampler) findMembers() {
 			continue
 		}
 		m.member = true
+		m.mem.SetPeers(t.hasThread)
 		t.members[k] = &treeMember{s: m, index: t.nextIndex, role: s.fs.Role(k)}
 		t.nextIndex = (t.nextIndex % (1<<(64-privateTagShift) - 1)) + 1
 		t.seen++
@@ -188,6 +195,7 @@ func (s *Sampler) takeTree(ctx context.Context, snap *snapshot.Snapshot) {
 	if r := s.fs.Role(root); r != "" {
 		nameMain(snap.Threads, root, r)
 	}
+	t.keyWords(s.sym, 0, snap.Threads, snap.Futexes, snap.FastReads, snap.FutexTrace)
 	pids := make([]int, 0, len(t.members))
 	for pid := range t.members {
 		pids = append(pids, pid)
@@ -214,9 +222,20 @@ func (s *Sampler) takeTree(ctx context.Context, snap *snapshot.Snapshot) {
 			continue
 		}
 		own[pid] = true
-		mergeMember(snap, ms, pid, m)
+		t.mergeMember(snap, ms, pid, m)
+	}
+	snap.Futexes = joinSameWords(snap.Futexes)
+	if snap.FastReads != nil {
+		snap.FastReads.Futexes = joinSameFastWords(snap.FastReads.Futexes)
 	}
 	s.host.Own = own
+	clear(t.tids)
+	if t.tids == nil {
+		t.tids = make(map[int]bool, len(snap.Threads))
+	}
+	for i := range snap.Threads {
+		t.tids[snap.Threads[i].TID] = true
+	}
 	if !s.fdDenied {
 		all := append([]int{root}, pids...)
 		if c, err := s.fs.TreeConnections(all, s.opts.Port); err == nil {
@@ -236,26 +255,20 @@ func nameMain(threads []snapshot.OSThread, pid int, role string) {
 	}
 }
 
-// mergeMember adds a member's sample to the tree's.
-func mergeMember(snap, ms *snapshot.Snapshot, pid int, m *treeMember) {
-	tag := m.index << privateTagShift
+// mergeMember adds a member's sample to the tree's, its futex words keyed
+// as the tree keys them.
+func (t *treeState) mergeMember(snap, ms *snapshot.Snapshot, pid int, m *treeMember) {
+	t.keyWords(m.s.sym, m.index<<privateTagShift, ms.Threads, ms.Futexes, ms.FastReads, ms.FutexTrace)
 	first := len(snap.Threads)
 	snap.Threads = append(snap.Threads, ms.Threads...)
 	threads := snap.Threads[first:]
 	for i := range threads {
-		th := &threads[i]
-		th.PID = pid
-		if th.Syscall == unix.SYS_FUTEX && th.SyscallArgs[1]&futexPrivateFlag != 0 {
-			th.SyscallArgs[0] |= tag
-		}
+		threads[i].PID = pid
 	}
 	if m.role != "" {
 		nameMain(threads, pid, m.role)
 	}
-	for _, fw := range ms.Futexes {
-		fw.Address = tagged(fw.Address, fw.Op, tag)
-		snap.Futexes = append(snap.Futexes, fw)
-	}
+	snap.Futexes = append(snap.Futexes, ms.Futexes...)
 	if ft := ms.FutexTrace; ft != nil {
 		if snap.FutexTrace == nil {
 			snap.FutexTrace = &snapshot.FutexTrace{Elapsed: ft.Elapsed, Exact: true, TracedShare: 1}
@@ -268,10 +281,7 @@ func mergeMember(snap, ms *snapshot.Snapshot, pid int, m *treeMember) {
 		to.TracedShare = min(to.TracedShare, ft.TracedShare)
 		to.Lost += ft.Lost
 		to.Cost += ft.Cost
-		for _, f := range ft.Futexes {
-			f.Address = tagged(f.Address, f.Op, tag)
-			to.Futexes = append(to.Futexes, f)
-		}
+		to.Futexes = append(to.Futexes, ft.Futexes...)
 	}
 	if fr := ms.FastReads; fr != nil {
 		if snap.FastReads == nil {
@@ -282,23 +292,11 @@ func mergeMember(snap, ms *snapshot.Snapshot, pid int, m *treeMember) {
 		to.Took += fr.Took
 		to.Threads = append(to.Threads, fr.Threads...)
 		to.BlocksPerSecond = append(to.BlocksPerSecond, fr.BlocksPerSecond...)
-		for _, f := range fr.Futexes {
-			f.Address = tagged(f.Address, f.Op, tag)
-			to.Futexes = append(to.Futexes, f)
-		}
+		to.Futexes = append(to.Futexes, fr.Futexes...)
 	}
 	snap.Errors = appendNew(snap.Errors, ms.Errors...)
 	snap.Missing = appendNew(snap.Missing, ms.Missing...)
 	snap.Cost += ms.Cost
-}
-
-// tagged is a member's futex address as the tree keys it: a private word
-// (its operation says so) with the member's tag.
-func tagged(addr uint64, op string, tag uint64) uint64 {
-	if strings.HasSuffix(op, "_PRIVATE") {
-		return addr | tag
-	}
-	return addr
 }
 
 func appendNew(to []string, more ...string) []string {

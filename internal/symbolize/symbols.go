@@ -132,6 +132,7 @@ const maxCachedLocations = 8192
 type resolved struct {
 	loc        Location
 	start, end uint64
+	shared     SharedWord
 }
 
 // NewSymbolizer returns a symbolizer for p; it reads the maps on first use.
@@ -151,7 +152,23 @@ func (s *Symbolizer) Resolve(addr uint64) (Location, error) {
 type Region struct {
 	Location
 	Start, End uint64
+	// Shared is the word's place in shared memory (zero for memory of
+	// the process's own).
+	Shared SharedWord
 }
+
+// SharedWord is a word of shared memory as the kernel keys a futex in it
+// (a futex without FUTEX_PRIVATE_FLAG): the object mapped, by its device
+// and inode (a shared anonymous mapping or a System V segment has an inode
+// of its own too), and the word's offset in it. Processes that map one
+// object at addresses of their own wait on one word when these are equal.
+type SharedWord struct {
+	DevMajor, DevMinor uint32
+	Inode, Offset      uint64
+}
+
+// IsZero reports the zero SharedWord: the memory is not shared.
+func (w SharedWord) IsZero() bool { return w == SharedWord{} }
 
 // PrivateAnonymous reports memory of no binary and no shared mapping,
 // with its span known: it may be a thread's stack.
@@ -160,7 +177,7 @@ func (r Region) PrivateAnonymous() bool { return r.Module == anonymousMemory && 
 // ResolveRegion is Resolve with the span of an anonymous mapping.
 func (s *Symbolizer) ResolveRegion(addr uint64) (Region, error) {
 	r, err := s.resolveSpan(addr)
-	return Region{Location: r.loc, Start: r.start, End: r.end}, err
+	return Region{Location: r.loc, Start: r.start, End: r.end, Shared: r.shared}, err
 }
 
 // resolveSpan is Resolve with the span of an anonymous mapping.
@@ -325,10 +342,11 @@ func (s *Symbolizer) inMapping(addr uint64, m Mapping) resolved {
 	case m.Shared():
 		l.Offset = addr - m.Start + m.Offset
 		if m.Path == "" || m.Path == "/dev/zero (deleted)" || strings.HasPrefix(m.Path, "/SYSV") {
-			l.Module = "shared memory (anonymous)"
+			l.Module = sharedMemory + "(anonymous)"
 		} else {
-			l.Module = "shared memory (file " + m.Path + ")"
+			l.Module = sharedMemory + "(file " + m.Path + ")"
 		}
+		return resolved{loc: l, shared: SharedWord{DevMajor: m.DevMajor, DevMinor: m.DevMinor, Inode: m.Inode, Offset: l.Offset}}
 	case m.Path == "[stack]":
 		l.Module = "[stack:" + strconv.Itoa(s.proc.PID()) + "]"
 	case m.Path == "":
@@ -336,6 +354,15 @@ func (s *Symbolizer) inMapping(addr uint64, m Mapping) resolved {
 		return resolved{loc: l, start: m.Start, end: m.End}
 	}
 	return resolved{loc: l}
+}
+
+// sharedMemory starts the name of a mapping of shared memory.
+const sharedMemory = "shared memory "
+
+// InSharedMemory reports a location in a mapping of shared memory, which
+// other processes may map too (a binary of that name has a ModulePath).
+func (l Location) InSharedMemory() bool {
+	return l.ModulePath == "" && strings.HasPrefix(l.Module, sharedMemory)
 }
 
 // anonymousMemory names private memory of no file and no pseudo name (a
