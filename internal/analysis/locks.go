@@ -118,8 +118,13 @@ func siteID(kind, class, site string) string {
 	if i := strings.IndexByte(site, '('); i > 0 {
 		site = site[:i]
 	}
-	return lockKey(kind, class, site)
+	return lockKey(kind, keyPart(class), site)
 }
+
+// keyPart is a class or module as the middle part of a resource's key,
+// which readers split at '|': a mapped file's name, the target's to
+// choose, may hold one.
+func keyPart(class string) string { return strings.ReplaceAll(class, "|", "¦") }
 
 // lock returns the aggregate for id, creating it and evicting the least
 // contended lock when the table is full.

@@ -387,6 +387,9 @@ func nativeSiteID(w nativewait.Wait, futexes []snapshot.FutexWait, addr uint64) 
 		if site == "" || site == "futex " {
 			site = "futex (unnamed)"
 		}
+		// A word's name is no method with a line to cut off: "shared
+		// memory (file /dev/shm/x)+0x100" must not become "shared memory".
+		return lockKey(string(w.Kind), keyPart(module), site)
 	}
 	return siteID(string(w.Kind), module, site)
 }

@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/ctprof/ctprof/internal/nativewait"
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
@@ -112,4 +114,31 @@ func TestNativeRequestThreadsAreNoPollers(t *testing.T) {
 	}
 	s := a.Summary()
 	assert.Empty(t, s.Wakeups)
+}
+
+// A resource's key: its kind, the module of its wait site and the site;
+// without a stack, the futex word's stable name stands for the site and is
+// kept whole (it is no Java frame with a line to cut off), and a module
+// name's '|' (a mapped file's name is the target's to choose) cannot split
+// the key.
+func TestNativeSiteID(t *testing.T) {
+	shm := snapshot.FutexWait{Address: 0x7f00, Location: symbolize.Location{Module: "shared memory (file /dev/shm/pool)", Offset: 0x100}}
+	odd := snapshot.FutexWait{Address: 0x7e00, Location: symbolize.Location{Module: "shared memory (file /dev/shm/a|b)", Offset: 0x40}}
+	for _, tc := range []struct {
+		name string
+		w    nativewait.Wait
+		addr uint64
+		want string
+	}{
+		{"a wait site", nativewait.Wait{Kind: nativewait.Mutex, Site: "take_slot ← serve_request", Module: "app"}, 0x7f00, "mutex|app|take_slot ← serve_request"},
+		{"no stack: the word's name, whole", nativewait.Wait{Kind: nativewait.Mutex}, 0x7f00, "mutex|shared memory (file /dev/shm/pool)|futex shared memory (file /dev/shm/pool)+0x100"},
+		{"no stack, no word", nativewait.Wait{Kind: nativewait.Condition}, 0x1234, "condition||futex (unnamed)"},
+		{"a module with a bar", nativewait.Wait{Kind: nativewait.Mutex}, 0x7e00, "mutex|shared memory (file /dev/shm/a¦b)|futex shared memory (file /dev/shm/a|b)+0x40"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := nativeSiteID(tc.w, []snapshot.FutexWait{shm, odd}, tc.addr)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, strings.SplitN(tc.want, "|", 3)[1], strings.SplitN(got, "|", 3)[1], "the module part as readers split it")
+		})
+	}
 }
