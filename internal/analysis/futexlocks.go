@@ -2,10 +2,12 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ctprof/ctprof/internal/nativewait"
 	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/symbolize"
 	"golang.org/x/sys/unix"
@@ -110,7 +112,12 @@ func (a *Aggregator) addFutexLocks(s *snapshot.Snapshot, dt time.Duration, names
 	}
 	for _, fw := range s.Futexes {
 		if fw.Kind == snapshot.FutexCondition {
-			a.os.addCondition(fw)
+			// Conditions are the idle waits on signal words; a waiter
+			// the wait rule finds inside its work (a row's condition,
+			// a write group's) is contention, counted at its resource.
+			if idle := idleWaiters(fw, verdict); len(idle.TIDs) > 0 {
+				a.os.addCondition(idle)
+			}
 			continue
 		}
 		// The resource its waiters count at: one a waiter's stack named
@@ -533,4 +540,24 @@ func HolderDoes(frame string, plural bool) string {
 		}
 	}
 	return runs + frame
+}
+
+// idleWaiters is fw with only the waiters the wait rule did not find
+// waiting inside their work (those it could not judge included).
+func idleWaiters(fw snapshot.FutexWait, verdict func(tid int) *nativeVerdict) snapshot.FutexWait {
+	busy := func(tid int) bool {
+		v := verdict(tid)
+		return v != nil && (v.w.Verdict == nativewait.Contention || v.w.Verdict == nativewait.IO)
+	}
+	if !slices.ContainsFunc(fw.TIDs, busy) {
+		return fw
+	}
+	idle := make([]int, 0, len(fw.TIDs))
+	for _, tid := range fw.TIDs {
+		if !busy(tid) {
+			idle = append(idle, tid)
+		}
+	}
+	fw.TIDs = idle
+	return fw
 }

@@ -185,3 +185,37 @@ func asleepOnWord(pid int, word uint64) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i > 0 && i+2 < len(s) && s[i+2] == 'S'
 }
+
+// A prefork server whose workers retire all the time (testdata/c/
+// forked_workers.c churn: each waits on the shared semaphore for 100-300 ms,
+// then exits or execs sleep(1), and the parent forks another): processes
+// that exit or exec mid-run are normal. The run keeps its length and
+// counts every process it sampled; none is reported as unsampleable; the
+// waiters of processes gone by the end still make the resource.
+func TestAttachTreeWhoseWorkersComeAndGo(t *testing.T) {
+	p := testnative.Start(t, "forked_workers", "6", "churn")
+	require.Eventually(t, func() bool { return len(treePIDs(t, p.PID)) == 7 }, 10*time.Second, 10*time.Millisecond)
+	start := time.Now()
+	code, stdout, stderr := run(t, "", "attach", strconv.Itoa(p.PID), "--duration", "3s", "--interval", "200ms", "--format", "json")
+	took := time.Since(start)
+	require.Equal(t, 0, code, stderr)
+	var doc struct {
+		treeAttach
+		Warnings []string `json:"warnings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	assert.GreaterOrEqual(t, took, 3*time.Second, "the run keeps its promised length")
+	assert.GreaterOrEqual(t, doc.Samples, 10, "samples over 3 s at 200 ms")
+	if assert.NotNil(t, doc.Processes) {
+		t.Logf("%d processes over the run, %d at the end", doc.Processes.Seen, doc.Processes.Last)
+		// Some 90 workers start over 3 s (6 of them, living 200 ms on
+		// average); a sample every 200 ms finds most of them.
+		assert.Greater(t, doc.Processes.Seen, doc.Processes.Last+20, "the processes sampled over the run, the ones gone included")
+	}
+	for _, w := range doc.Warnings {
+		assert.NotContains(t, w, "could not be sampled", "a process that exits or execs is normal")
+	}
+	require.NotEmpty(t, doc.ContentionSites, stdout)
+	assert.Equal(t, "semaphore|forked_workers|take_slot ← serve_request", doc.ContentionSites[0].ID)
+	assert.Greater(t, doc.ContentionSites[0].AvgWaiters, 2.0, "the workers wait on the one word through their short lives")
+}

@@ -12,8 +12,13 @@
 // own (a pthread_cond_t in their own memory, at the same address in every
 // child): words that must not be taken for one across processes.
 //
-// usage: forked_workers WORKERS [shared|private [TOKEN]]   (TOKEN goes into
-// the workers' titles too, after their role)
+// With "churn" they wait on the shared semaphore as with "shared", but each
+// for a life of its own (100 to 300 ms), then exits, or (every other one)
+// execs sleep(1) for a moment, as a prefork server's workers retire after
+// so many requests; the parent forks a new worker for every one that ends.
+//
+// usage: forked_workers WORKERS [shared|private|churn [TOKEN]]   (TOKEN goes
+// into the workers' titles too, after their role)
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <semaphore.h>
@@ -24,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline, noclone))
@@ -33,6 +39,9 @@ struct shared {
 };
 
 static struct shared *shm;
+// churn: the worker's end of life (CLOCK_REALTIME, as sem_timedwait's).
+static struct timespec retire_at;
+static int churn;
 static pthread_mutex_t own_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t own_cond = PTHREAD_COND_INITIALIZER;
 volatile long served;
@@ -42,6 +51,8 @@ NOINLINE void take_slot(int private) {
 		pthread_mutex_lock(&own_mutex);
 		pthread_cond_wait(&own_cond, &own_mutex);
 		pthread_mutex_unlock(&own_mutex);
+	} else if (churn) {
+		sem_timedwait(&shm->slots, &retire_at);
 	} else {
 		sem_wait(&shm->slots);
 	}
@@ -57,12 +68,27 @@ NOINLINE void worker_main(int private) {
 	for (;;) {
 		serve_request(private);
 		served++;
+		struct timespec now;
+		if (churn && clock_gettime(CLOCK_REALTIME, &now) == 0 &&
+		    (now.tv_sec > retire_at.tv_sec || (now.tv_sec == retire_at.tv_sec && now.tv_nsec >= retire_at.tv_nsec))) {
+			if (getpid() % 2)
+				execl("/bin/sleep", "sleep", "0.1", (char *)NULL);
+			_exit(0);
+		}
 	}
+}
+
+static void retire_after(long ms) {
+	clock_gettime(CLOCK_REALTIME, &retire_at);
+	retire_at.tv_nsec += (ms % 1000) * 1000000L;
+	retire_at.tv_sec += ms / 1000 + retire_at.tv_nsec / 1000000000L;
+	retire_at.tv_nsec %= 1000000000L;
 }
 
 int main(int argc, char **argv) {
 	int workers = argc > 1 ? atoi(argv[1]) : 4;
 	int private = argc > 2 && strcmp(argv[2], "private") == 0;
+	churn = argc > 2 && strcmp(argv[2], "churn") == 0;
 	shm = mmap(NULL, sizeof *shm, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (shm == MAP_FAILED || sem_init(&shm->slots, 1, 0) != 0) {
 		perror("shared memory");
@@ -73,7 +99,20 @@ int main(int argc, char **argv) {
 	for (int i = 0; i < argc; i++)
 		room += strlen(argv[i]) + 1;
 	pid_t parent = getpid();
-	for (int i = 0; i < workers; i++) {
+	for (long n = 0;; n++) {
+		if (n >= workers) {
+			if (n == workers) {
+				printf("READY\n");
+				fflush(stdout);
+			}
+			if (!churn) {
+				pause();
+				continue;
+			}
+			// A worker ended: another takes its place.
+			if (wait(NULL) < 0)
+				pause();
+		}
 		pid_t pid = fork();
 		if (pid < 0) {
 			perror("fork");
@@ -87,11 +126,8 @@ int main(int argc, char **argv) {
 			snprintf(title, sizeof title, "forked_workers: worker%s%s", argc > 3 ? " " : "", argc > 3 ? argv[3] : "");
 			memset(argv[0], 0, room);
 			snprintf(argv[0], room, "%s", title);
+			retire_after(100 + (n * 37) % 200);
 			worker_main(private);
 		}
 	}
-	printf("READY\n");
-	fflush(stdout);
-	for (;;)
-		pause();
 }
