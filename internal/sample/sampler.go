@@ -370,7 +370,9 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	// The connections and the host's counters do not depend on the dump:
 	// read while it is under way.
 	var connErr error
-	if !s.fdDenied && !s.member && err == nil {
+	// A tree's connections are read for all its processes at once
+	// (takeTree), a member's by its root.
+	if !s.fdDenied && !s.member && (s.tree == nil || !s.tree.on) && err == nil {
 		c, err := s.fs.Connections(s.opts.PID, s.opts.Port)
 		switch {
 		case err == nil:

@@ -238,8 +238,12 @@ func (s *Sampler) takeTree(ctx context.Context, snap *snapshot.Snapshot) {
 	}
 	if !s.fdDenied {
 		all := append([]int{root}, pids...)
-		if c, err := s.fs.TreeConnections(all, s.opts.Port); err == nil {
+		c, err := s.fs.TreeConnections(all, s.opts.Port)
+		switch {
+		case err == nil:
 			snap.Connections = c
+		case errors.Is(err, procfs.ErrPermission):
+			s.fdDenied = true
 		}
 	}
 	s.lastN = len(snap.Threads)
