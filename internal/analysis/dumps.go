@@ -1,8 +1,10 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"math/bits"
 	"slices"
 	"sort"
@@ -96,21 +98,41 @@ type FoldedStack struct {
 	// known.
 	Lines []symbolize.FrameLine
 	// Count is the number of thread samples with this stack; ByLabel splits
-	// it by Java state and thread pool (the labels of a pprof export).
+	// it by Java state, thread pool, lock and thread (the labels of a
+	// pprof export). A label's count only ever grows: the OTLP export
+	// sends the growth.
 	Count   int
 	ByLabel map[StackLabel]int
 	// ByLock counts the samples of this stack that queued on a lock, by
 	// LockSummary.ID, so a flame graph of one lock's waiters can be drawn.
 	ByLock map[string]int
+	// threads are the thread names ByLabel holds (at most
+	// maxStackThreads), each its own key (threadName); nil in a copy.
+	threads map[string]string
 }
 
 // StackLabel says who ran a stack: the thread's state and its pool
-// (PoolName of the thread name), and the lock it queued on (a
-// LockSummary.ID, as in ByLock; "" when it did not queue).
+// (PoolName of the thread name), the lock it queued on (a LockSummary.ID,
+// as in ByLock; "" when it did not queue), and the thread's own name
+// (made safe and bounded, OtherThreads beyond the stack's bound on names;
+// "" for a thread without one).
 type StackLabel struct {
-	State string
-	Pool  string
-	Lock  string
+	State  string
+	Pool   string
+	Lock   string
+	Thread string
+}
+
+// SortedLabels are the labels of byLabel (a FoldedStack's ByLabel) in one
+// order, by state, pool, lock and thread: map order would make outputs
+// differ from run to run.
+func SortedLabels(byLabel map[StackLabel]int) []StackLabel {
+	out := slices.Collect(maps.Keys(byLabel))
+	slices.SortFunc(out, func(x, y StackLabel) int {
+		return cmp.Or(strings.Compare(x.State, y.State), strings.Compare(x.Pool, y.Pool),
+			strings.Compare(x.Lock, y.Lock), strings.Compare(x.Thread, y.Thread))
+	})
+	return out
 }
 
 // InState counts the samples of this stack in one Java state.
@@ -506,7 +528,7 @@ func (a *Aggregator) addStacks(d *threaddump.Dump, pools []string, waitsOn map[*
 			if lock == "" {
 				lock = a.jniResource(nt, futexes)
 			}
-			countStack(a.jniFoldedStack(t.Frames, nt.Stack), StackLabel{State: stateName(t.State), Pool: pool}, lock)
+			countStack(a.jniFoldedStack(t.Frames, nt.Stack), StackLabel{State: stateName(t.State), Pool: pool, Thread: t.Name}, lock)
 			return
 		}
 		r := stackRef{&t.Frames[0], len(t.Frames)}
@@ -515,7 +537,7 @@ func (a *Aggregator) addStacks(d *threaddump.Dump, pools []string, waitsOn map[*
 			fs = a.foldedStack(t.Frames)
 			byRef[r] = fs
 		}
-		countStack(fs, StackLabel{State: stateName(t.State), Pool: pool}, waitsOn[t])
+		countStack(fs, StackLabel{State: stateName(t.State), Pool: pool, Thread: t.Name}, waitsOn[t])
 	}
 	// In the order of AllThreads: each thread, then the virtual thread
 	// mounted on it.
@@ -589,9 +611,13 @@ func keepLine(lines []symbolize.FrameLine, i int, file string, line int) {
 	}
 }
 
+// countStack counts one sample of fs by label, with the lock it queued on
+// (a LockSummary.ID; "" when it did not) and its thread named by the
+// stack's bound on names (threadName).
 func countStack(fs *FoldedStack, label StackLabel, lock string) {
 	fs.Count++
 	label.Lock = lock
+	label.Thread = fs.threadName(label.Thread)
 	fs.ByLabel[label]++
 	if lock != "" {
 		if fs.ByLock == nil {
@@ -618,7 +644,14 @@ func (a *Aggregator) pruneStacks() {
 	o := a.stacksOther
 	for _, s := range all[a.opts.MaxStacks/2:] {
 		o.Count += s.Count
-		for k, v := range s.ByLabel {
+		// (other stacks) is bounded in thread names as any stack is:
+		// a name it holds keeps its count, a name past its bound joins
+		// OtherThreads (the OTLP delta looks there for it). In the
+		// labels' order, so which names it keeps does not depend on
+		// the map's.
+		for _, k := range SortedLabels(s.ByLabel) {
+			v := s.ByLabel[k]
+			k.Thread = o.threadName(k.Thread)
 			o.ByLabel[k] += v
 		}
 		for k, v := range s.ByLock {

@@ -69,11 +69,13 @@ func (a *Aggregator) addNativeStacks(s *snapshot.Snapshot, lockOf map[int]string
 		} else if lock != "" {
 			state = "BLOCKED"
 		}
-		pool := ""
+		label := StackLabel{State: state}
 		if i < len(o.cur) {
-			pool = o.cur[i].pool
+			// The thread's name as the rest of the run names it: its
+			// comm, or the Java name a dump gave it.
+			label.Pool, label.Thread = o.cur[i].pool, o.cur[i].name
 		}
-		countStack(fs, StackLabel{State: state, Pool: pool}, lock)
+		countStack(fs, label, lock)
 	}
 	if len(a.stacks) > a.opts.MaxStacks {
 		a.pruneStacks()

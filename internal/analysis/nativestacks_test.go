@@ -98,6 +98,7 @@ func TestNativeStacksInLocksFindingsAndStackTable(t *testing.T) {
 	assert.Equal(t, 8, w.Count)
 	assert.Equal(t, 8, w.InState("BLOCKED"))
 	assert.Equal(t, map[string]int{l.ID: 8}, w.ByLock)
+	assert.Equal(t, map[string]int{"worker-1": 4, "worker-2": 4}, byThread(w), "each waiter by its own name")
 	p := stacks["event_loop;epoll_wait"]
 	require.NotNil(t, p)
 	assert.Equal(t, 4, p.InState("WAITING"))
