@@ -34,13 +34,15 @@ func TestPprofExport(t *testing.T) {
 	assert.Equal(t, "blocked", p.SampleType[1].Type)
 	assert.Equal(t, "nanoseconds", p.SampleType[1].Unit)
 	var samples, blocked int64
-	byState := map[string]int64{}
+	byState, byThread := map[string]int64{}, map[string]int64{}
 	for _, smp := range p.Sample {
 		samples += smp.Value[0]
 		blocked += smp.Value[1]
 		require.Len(t, smp.Label["state"], 1)
 		require.Len(t, smp.Label["thread"], 1)
+		require.Len(t, smp.Label["thread_name"], 1)
 		byState[smp.Label["state"][0]] += smp.Value[0]
+		byThread[smp.Label["thread_name"][0]] += smp.Value[0]
 		assert.Equal(t, "request-N", smp.Label["thread"][0])
 		// Leaf first: the root of every stack is Thread.run.
 		assert.Equal(t, "java.lang.Thread.run", smp.Location[len(smp.Location)-1].Line[0].Function.Name)
@@ -49,6 +51,11 @@ func TestPprofExport(t *testing.T) {
 	assert.EqualValues(t, 4*12, samples)
 	assert.EqualValues(t, 4*9, byState["BLOCKED"])
 	assert.EqualValues(t, 4*9*5*time.Second.Nanoseconds(), blocked, "blocked time = BLOCKED samples × the dump interval")
+	require.Len(t, byThread, 12, "each thread by its own name: %v", byThread)
+	for name, n := range byThread {
+		assert.Regexp(t, `^request-\d+$`, name)
+		assert.EqualValues(t, 4, n, name)
+	}
 
 	// The JDK's own reader: go tool pprof.
 	path := filepath.Join(t.TempDir(), "contention.pb.gz")
@@ -61,6 +68,40 @@ func TestPprofExport(t *testing.T) {
 	out, err = exec.Command(goTool, "tool", "pprof", "-top", "-tagfocus=state=RUNNABLE", path).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "Showing nodes accounting for 4, 8.33% of 48 total", "the state label filters: 4 of 48 samples are RUNNABLE")
+	out, err = exec.Command(goTool, "tool", "pprof", "-top", "-tagfocus=thread_name=request-3", path).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "Showing nodes accounting for 4, 8.33% of 48 total", "the thread_name label filters: one thread's 4 samples")
+}
+
+// The thread_name label is the stack label's thread (absent for a thread
+// without a name), beside the pool's "thread", and the samples of a stack
+// come in one order.
+func TestPprofThreadNameLabel(t *testing.T) {
+	st := &analysis.FoldedStack{Frames: []string{"run", "take", "park"}, Count: 10, ByLabel: map[analysis.StackLabel]int{
+		{State: "WAITING", Pool: "worker-N", Thread: "worker-2"}:            1,
+		{State: "WAITING", Pool: "worker-N", Thread: "worker-1"}:            2,
+		{State: "WAITING", Pool: "worker-N", Thread: analysis.OtherThreads}: 3,
+		{State: "WAITING", Pool: ""}:                                        4,
+	}}
+	for _, tc := range []struct {
+		name   string
+		sample int
+		want   map[string][]string
+	}{
+		{"no name: no label", 0, map[string][]string{"state": {"WAITING"}, "thread": {""}}},
+		{"the fold-away name", 1, map[string][]string{"state": {"WAITING"}, "thread": {"worker-N"}, "thread_name": {analysis.OtherThreads}}},
+		{"a thread", 2, map[string][]string{"state": {"WAITING"}, "thread": {"worker-N"}, "thread_name": {"worker-1"}}},
+		{"another", 3, map[string][]string{"state": {"WAITING"}, "thread": {"worker-N"}, "thread_name": {"worker-2"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for range 3 { // the same order every time
+				p, err := PprofProfile(PprofInput{Stacks: []*analysis.FoldedStack{st}, Interval: time.Second})
+				require.NoError(t, err)
+				require.Len(t, p.Sample, 4)
+				assert.Equal(t, tc.want, p.Sample[tc.sample].Label)
+			}
+		})
+	}
 }
 
 func TestPprofExportWithoutInterval(t *testing.T) {

@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"sort"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -11,6 +10,10 @@ import (
 	"github.com/ctprof/ctprof/internal/analysis"
 	"github.com/ctprof/ctprof/internal/symbolize"
 )
+
+// PprofThreadNameLabel is the pprof label of a sample's thread name
+// (analysis.StackLabel.Thread); "thread" is its pool.
+const PprofThreadNameLabel = "thread_name"
 
 // PprofInput is what a pprof export holds: the sampled stacks and the time
 // one thread sample stands for.
@@ -41,10 +44,12 @@ type PprofInput struct {
 // contentions (count) and delay (nanoseconds), as in Go's mutex profile
 // (`go tool pprof -sample_index=delay`); the other samples have 0 there.
 // Without a recording the profile has the first two values only. Labels: "state"
-// (the Java thread state) and "thread" (the thread name with every run of
-// digits written N, i.e. its pool; per-thread names would not bound the
-// profile's size); a sample queued on a lock also has "lock" (its class)
-// and "resource" (the contention site's ID, as contention_sites[].id).
+// (the Java thread state), "thread" (the thread name with every run of
+// digits written N, i.e. its pool) and "thread_name" (the thread's own
+// name, analysis.OtherThreads for the threads past a stack's bound on
+// names; absent for a thread without a name); a sample queued on a lock
+// also has "lock" (its class) and "resource" (the contention site's ID,
+// as contention_sites[].id).
 func Pprof(w io.Writer, in PprofInput) error {
 	p, err := PprofProfile(in)
 	if err != nil {
@@ -125,27 +130,16 @@ func PprofProfile(in PprofInput) (*profile.Profile, error) {
 			}
 			stack[len(st.Frames)-1-i] = locationAt(f, at)
 		}
-		labels := make([]analysis.StackLabel, 0, len(st.ByLabel))
-		for l := range st.ByLabel {
-			labels = append(labels, l)
-		}
-		// Map order would make the output differ from run to run.
-		sort.Slice(labels, func(i, j int) bool {
-			if labels[i].State != labels[j].State {
-				return labels[i].State < labels[j].State
-			}
-			if labels[i].Pool != labels[j].Pool {
-				return labels[i].Pool < labels[j].Pool
-			}
-			return labels[i].Lock < labels[j].Lock
-		})
-		for _, l := range labels {
+		for _, l := range analysis.SortedLabels(st.ByLabel) {
 			n := int64(st.ByLabel[l])
 			var blocked int64
 			if l.State == "BLOCKED" {
 				blocked = n * interval.Nanoseconds()
 			}
 			label := map[string][]string{"state": {l.State}, "thread": {l.Pool}}
+			if l.Thread != "" {
+				label[PprofThreadNameLabel] = []string{l.Thread}
+			}
 			if ls, ok := locks[l.Lock]; ok && l.Lock != "" {
 				label["lock"] = []string{ls.Class}
 				if ls.Site != "" {
