@@ -17,6 +17,8 @@ import (
 	"github.com/google/pprof/profile"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pprofile"
+
+	"github.com/ctprof/ctprof/internal/report"
 )
 
 // Sample attribute keys: what pprof's labels are called in OTLP.
@@ -24,6 +26,10 @@ const (
 	// AttrPool is the thread's pool: its name with every run of digits
 	// written N (pprof's "thread" label).
 	AttrPool = "ctprof.pool"
+	// AttrThreadName is the thread's own name (pprof's "thread_name"),
+	// the semantic conventions' key; analysis.OtherThreads for the
+	// threads past a stack's bound on names.
+	AttrThreadName = "thread.name"
 	// AttrState is the thread's state in the sample (pprof's "state").
 	AttrState = "thread.state"
 	// AttrSource says who measured a wait sample: "jfr" or "futex-trace".
@@ -40,7 +46,17 @@ const (
 )
 
 // labelKeys maps pprof labels to attribute keys.
-var labelKeys = map[string]string{"thread": AttrPool, "state": AttrState, "source": AttrSource, "lock": AttrLock, "resource": AttrResource}
+var labelKeys = map[string]string{"thread": AttrPool, report.PprofThreadNameLabel: AttrThreadName, "state": AttrState,
+	"source": AttrSource, "lock": AttrLock, "resource": AttrResource}
+
+// AttributeKey is the sample attribute key a pprof label is sent as: its
+// own (AttrPool, AttrThreadName, ...) or "ctprof." and the label.
+func AttributeKey(label string) string {
+	if k := labelKeys[label]; k != "" {
+		return k
+	}
+	return "ctprof." + label
+}
 
 // Resource describes the process a profile is of.
 type Resource struct {
@@ -75,7 +91,7 @@ func (r Resource) fill(m pcommon.Map) {
 // type that has any value (OTLP's profile has one), sharing one
 // dictionary, each with the samples whose value of that type is not zero.
 // Stacks, functions, files and lines are pprof's; labels become sample
-// attributes (AttrPool, AttrState, AttrSource).
+// attributes (AttributeKey: AttrPool, AttrThreadName, AttrState, ...).
 func Convert(p *profile.Profile, res Resource, version string) (pprofile.Profiles, error) {
 	out := pprofile.NewProfiles()
 	b := newDictionary(out.Dictionary())
@@ -110,10 +126,7 @@ func Convert(p *profile.Profile, res Resource, version string) (pprofile.Profile
 			os.SetStackIndex(b.stack(s.Location))
 			os.Values().Append(s.Value[i])
 			for _, k := range slices.Sorted(maps.Keys(s.Label)) {
-				key := labelKeys[k]
-				if key == "" {
-					key = "ctprof." + k
-				}
+				key := AttributeKey(k)
 				for _, v := range s.Label[k] {
 					os.AttributeIndices().Append(b.attr(key, v))
 				}

@@ -3,12 +3,13 @@ package otlp
 import (
 	"maps"
 	"slices"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/report"
 )
 
 // Delta is what cur, a profile of everything sampled so far, adds to prev,
@@ -16,7 +17,9 @@ import (
 // continuous profilers expect. Samples that did not grow are left out.
 // When the Aggregator's stack table filled, stacks were folded into
 // "(other stacks)": what left them arrives there and is not new, so it is
-// taken off other's samples of the same labels. A profile that gained
+// taken off other's samples of the same labels, or, for a thread name
+// other had no room for, of the same labels with analysis.OtherThreads as
+// the thread's name. A profile that gained
 // sample types since (a JFR recording's first waits) is compared with zero
 // values for them. The delta covers [start, now). With no prev, or when the
 // two still cannot be merged, cur is the delta.
@@ -37,26 +40,9 @@ func delta(prev, cur *profile.Profile) *profile.Profile {
 	if err != nil {
 		return cur.Copy()
 	}
-	// What left a folded stack, by labels.
-	moved := map[string][]int64{}
-	for _, s := range d.Sample {
-		for i, v := range s.Value {
-			if v < 0 {
-				k := labelsKey(s)
-				if moved[k] == nil {
-					moved[k] = make([]int64, len(s.Value))
-				}
-				moved[k][i] -= v
-			}
-		}
-	}
+	takeOffMoved(d.Sample)
 	kept := d.Sample[:0]
 	for _, s := range d.Sample {
-		if m := moved[labelsKey(s)]; m != nil && isOther(s) {
-			for i := range s.Value {
-				s.Value[i] -= m[i]
-			}
-		}
 		grew := false
 		for i, v := range s.Value {
 			if v < 0 {
@@ -71,6 +57,62 @@ func delta(prev, cur *profile.Profile) *profile.Profile {
 	d.Sample = kept
 	d.Comments = cur.Comments
 	return d
+}
+
+// moved is what left the folded stacks of one set of labels.
+type moved struct {
+	labels map[string][]string
+	values []int64
+}
+
+// takeOffMoved takes what left folded stacks (their negative values) off
+// the (other stacks) samples it went to: the one of the same labels, or,
+// when other had no room for the thread's name, the one that counts it
+// under analysis.OtherThreads.
+func takeOffMoved(samples []*profile.Sample) {
+	left := map[string]*moved{}
+	for _, s := range samples {
+		for i, v := range s.Value {
+			if v >= 0 {
+				continue
+			}
+			k := labelsKey(s.Label)
+			if left[k] == nil {
+				left[k] = &moved{labels: s.Label, values: make([]int64, len(s.Value))}
+			}
+			left[k].values[i] -= v
+		}
+	}
+	if len(left) == 0 {
+		return
+	}
+	other := map[string]*profile.Sample{}
+	for _, s := range samples {
+		if isOther(s) {
+			other[labelsKey(s.Label)] = s
+		}
+	}
+	for k, m := range left {
+		o := other[k]
+		if o == nil {
+			if _, named := m.labels[report.PprofThreadNameLabel]; named {
+				o = other[labelsKey(withThreadName(m.labels, analysis.OtherThreads))]
+			}
+		}
+		if o == nil {
+			continue
+		}
+		for i := range o.Value {
+			o.Value[i] -= m.values[i]
+		}
+	}
+}
+
+// withThreadName is labels with the thread's name replaced by name.
+func withThreadName(labels map[string][]string, name string) map[string][]string {
+	out := maps.Clone(labels)
+	out[report.PprofThreadNameLabel] = []string{name}
+	return out
 }
 
 // widen gives p the sample types of cur's when p's are a prefix of them
@@ -102,14 +144,18 @@ func isOther(s *profile.Sample) bool {
 		s.Location[0].Line[0].Function.Name == analysis.OtherStacks
 }
 
-// labelsKey is a sample's labels as one string.
-func labelsKey(s *profile.Sample) string {
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(s.Label)) {
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(strings.Join(s.Label[k], ","))
-		b.WriteByte(';')
+// labelsKey is a sample's labels as one string. Values are quoted: a
+// thread's or pool's name is the target's and may hold "=", "," or ";".
+func labelsKey(labels map[string][]string) string {
+	var b []byte
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		b = append(b, k...)
+		b = append(b, '=')
+		for _, v := range labels[k] {
+			b = strconv.AppendQuote(b, v)
+			b = append(b, ',')
+		}
+		b = append(b, ';')
 	}
-	return b.String()
+	return string(b)
 }
