@@ -100,6 +100,11 @@ func Convert(p *profile.Profile, res Resource, version string) (pprofile.Profile
 	sp := rp.ScopeProfiles().AppendEmpty()
 	sp.Scope().SetName("ctprof")
 	sp.Scope().SetVersion(version)
+	// A sample's stack and attributes are the same in every profile it
+	// is in: looked up once (a stack's samples, one per state, pool,
+	// lock and thread, share its locations, but each would build its
+	// key again).
+	indices := make([]sampleIndices, len(p.Sample))
 	for i, st := range p.SampleType {
 		if !anyValue(p, i) {
 			continue
@@ -118,19 +123,18 @@ func Convert(p *profile.Profile, res Resource, version string) (pprofile.Profile
 		_, _ = rand.Read(id[:])
 		prof.SetProfileID(id)
 		prof.AttributeIndices().Append(b.attr(AttrMeasuredBy, measuredBy(p, i, st.Type)))
-		for _, s := range p.Sample {
+		for j, s := range p.Sample {
 			if i >= len(s.Value) || s.Value[i] == 0 {
 				continue
 			}
-			os := prof.Samples().AppendEmpty()
-			os.SetStackIndex(b.stack(s.Location))
-			os.Values().Append(s.Value[i])
-			for _, k := range slices.Sorted(maps.Keys(s.Label)) {
-				key := AttributeKey(k)
-				for _, v := range s.Label[k] {
-					os.AttributeIndices().Append(b.attr(key, v))
-				}
+			x := &indices[j]
+			if x.stack == 0 {
+				*x = b.sample(s)
 			}
+			os := prof.Samples().AppendEmpty()
+			os.SetStackIndex(x.stack)
+			os.Values().Append(s.Value[i])
+			os.AttributeIndices().Append(x.attrs...)
 		}
 	}
 	if b.err != nil {
@@ -181,8 +185,10 @@ type dictionary struct {
 	funcs  map[funcKey]int32
 	locs   map[uint64]int32 // by pprof location ID
 	stacks map[string]int32
-	attrs  map[[2]string]int32
-	err    error
+	// stackKey is stack's reused key buffer.
+	stackKey []byte
+	attrs    map[[2]string]int32
+	err      error
 }
 
 type funcKey struct{ name, system, file string }
@@ -242,22 +248,46 @@ func (b *dictionary) location(l *profile.Location) int32 {
 	return i
 }
 
-// stack is the stack table's index of a sample's locations (leaf first,
-// as in pprof).
-func (b *dictionary) stack(locs []*profile.Location) int32 {
-	var key strings.Builder
-	idx := make([]int32, len(locs))
-	for j, l := range locs {
-		idx[j] = b.location(l)
-		key.WriteString(strconv.Itoa(int(idx[j])))
-		key.WriteByte(',')
+// sampleIndices are a sample's stack (never 0, the table's zero entry,
+// once known) and attributes in the dictionary.
+type sampleIndices struct {
+	stack int32
+	attrs []int32
+}
+
+// sample is the dictionary's indices of s: its stack, and its labels as
+// attributes (AttributeKey), by label.
+func (b *dictionary) sample(s *profile.Sample) sampleIndices {
+	x := sampleIndices{stack: b.stack(s.Location)}
+	for _, k := range slices.Sorted(maps.Keys(s.Label)) {
+		key := AttributeKey(k)
+		for _, v := range s.Label[k] {
+			x.attrs = append(x.attrs, b.attr(key, v))
+		}
 	}
-	if i, ok := b.stacks[key.String()]; ok {
+	return x
+}
+
+// stack is the stack table's index of a sample's locations (leaf first,
+// as in pprof). The key is built in a reused buffer and looked up
+// without a copy.
+func (b *dictionary) stack(locs []*profile.Location) int32 {
+	key := b.stackKey[:0]
+	for _, l := range locs {
+		key = strconv.AppendInt(key, int64(b.location(l)), 10)
+		key = append(key, ',')
+	}
+	b.stackKey = key
+	if i, ok := b.stacks[string(key)]; ok {
 		return i
 	}
 	i := int32(b.d.StackTable().Len())
-	b.d.StackTable().AppendEmpty().LocationIndices().Append(idx...)
-	b.stacks[key.String()] = i
+	idx := b.d.StackTable().AppendEmpty().LocationIndices()
+	idx.EnsureCapacity(len(locs))
+	for _, l := range locs {
+		idx.Append(b.location(l))
+	}
+	b.stacks[string(key)] = i
 	return i
 }
 
