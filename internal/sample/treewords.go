@@ -105,27 +105,15 @@ func privateOp(op string) bool { return strings.HasSuffix(op, "_PRIVATE") }
 // one word (each process's sweep grouped its own threads), most waiters
 // first as GroupFutexWaits orders them.
 func joinSameWords(futexes []snapshot.FutexWait) []snapshot.FutexWait {
-	at := make(map[uint64]int, len(futexes))
-	out := futexes[:0]
-	joined := false
-	for _, fw := range futexes {
-		i, ok := at[fw.Address]
-		if !ok {
-			at[fw.Address] = len(out)
-			out = append(out, fw)
-			continue
-		}
-		joined = true
-		to := &out[i]
-		to.TIDs = append(slices.Clip(to.TIDs), fw.TIDs...)
-		slices.Sort(to.TIDs)
+	out, joined := joinByAddress(futexes, func(fw *snapshot.FutexWait) uint64 { return fw.Address }, func(to, fw *snapshot.FutexWait) {
+		to.TIDs = joinTIDs(to.TIDs, fw.TIDs)
 		if to.Holder == nil {
 			to.Holder = fw.Holder
 		}
 		if unclassed(to.Kind) {
 			to.Kind = fw.Kind
 		}
-	}
+	})
 	if joined {
 		for i := range out {
 			// One process's memory may name as the holder a thread
@@ -140,25 +128,42 @@ func joinSameWords(futexes []snapshot.FutexWait) []snapshot.FutexWait {
 // joinSameFastWords does for the fast reads' futexes what joinSameWords
 // does for the sweep's: one entry a word, its sightings added.
 func joinSameFastWords(futexes []snapshot.FastFutex) []snapshot.FastFutex {
-	at := make(map[uint64]int, len(futexes))
-	out := futexes[:0]
-	for _, f := range futexes {
-		i, ok := at[f.Address]
-		if !ok {
-			at[f.Address] = len(out)
-			out = append(out, f)
-			continue
-		}
-		to := &out[i]
+	out, _ := joinByAddress(futexes, func(f *snapshot.FastFutex) uint64 { return f.Address }, func(to, f *snapshot.FastFutex) {
 		to.Sightings += f.Sightings
-		to.TIDs = append(slices.Clip(to.TIDs), f.TIDs...)
-		slices.Sort(to.TIDs)
-		to.TIDs = slices.Compact(to.TIDs)
+		to.TIDs = joinTIDs(to.TIDs, f.TIDs)
 		if unclassed(to.Kind) {
 			to.Kind = f.Kind
 		}
-	}
+	})
 	return out
+}
+
+// joinByAddress keeps the first entry of each address, in place, with the
+// later ones of the same address merged into it; joined says whether any
+// was.
+func joinByAddress[T any](xs []T, addr func(*T) uint64, merge func(to, from *T)) (out []T, joined bool) {
+	at := make(map[uint64]int, len(xs))
+	out = xs[:0]
+	for k := range xs {
+		x := xs[k]
+		i, ok := at[addr(&x)]
+		if !ok {
+			at[addr(&x)] = len(out)
+			out = append(out, x)
+			continue
+		}
+		joined = true
+		merge(&out[i], &x)
+	}
+	return out, joined
+}
+
+// joinTIDs is a's and b's threads, sorted, once each; a's array is not
+// written past its length (a process's sweep may share it).
+func joinTIDs(a, b []int) []int {
+	out := append(slices.Clip(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // unclassed reports a futex kind that another process's sightings of the
