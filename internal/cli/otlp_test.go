@@ -30,8 +30,9 @@ import (
 	"github.com/ctprof/ctprof/internal/testotelcol"
 )
 
-// receivedSum adds up the stack values of every export the collector
-// received of pid, by sample type, and checks each names pid.
+// receivedSum adds up the values of every export the collector received of
+// pid, by sample type, stack and sample attributes, and checks each names
+// pid.
 func receivedSum(t *testing.T, got []pprofile.Profiles, pid int) map[string]map[string]int64 {
 	t.Helper()
 	sum := map[string]map[string]int64{}
@@ -42,7 +43,7 @@ func receivedSum(t *testing.T, got []pprofile.Profiles, pid int) map[string]map[
 		if v.Int() != int64(pid) {
 			continue
 		}
-		for typ, stacks := range testotelcol.Values(pd, false) {
+		for typ, stacks := range testotelcol.Values(pd, true) {
 			if sum[typ] == nil {
 				sum[typ] = map[string]int64{}
 			}
@@ -64,10 +65,32 @@ func readPprof(t *testing.T, path string) *profile.Profile {
 	return p
 }
 
-// anyStackWith reports whether a stack of values holds every one of the
-// function names.
+// sampleAttributes are the attributes of every sample of pd, by key.
+func sampleAttributes(pd pprofile.Profiles) []map[string]string {
+	d := pd.Dictionary()
+	var out []map[string]string
+	for _, rp := range pd.ResourceProfiles().All() {
+		for _, sp := range rp.ScopeProfiles().All() {
+			for _, p := range sp.Profiles().All() {
+				for _, s := range p.Samples().All() {
+					m := map[string]string{}
+					for _, ai := range s.AttributeIndices().All() {
+						kv := d.AttributeTable().At(int(ai))
+						m[d.StringTable().At(int(kv.KeyStrindex()))] = kv.Value().AsString()
+					}
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// anyStackWith reports whether a stack of values (its attributes after
+// "|") holds every one of the function names.
 func anyStackWith(values map[string]int64, names ...string) bool {
 	for k := range values {
+		k, _, _ = strings.Cut(k, "|")
 		all := true
 		for _, n := range names {
 			all = all && strings.Contains(k, n+":")
@@ -82,8 +105,9 @@ func anyStackWith(values map[string]int64, names ...string) bool {
 // attach of a native lock convoy and of a JVM monitor convoy sends OTLP
 // profiles to a real OpenTelemetry Collector every interval and at the
 // end: their stacks name the waiting functions, their pid is the target's,
-// and the values of all exports add up to ctprof's own pprof profile of
-// the same run.
+// their waiters' samples name the lock and the waiting thread, and the
+// values of all exports add up to ctprof's own pprof profile of the same
+// run, stack by stack and attribute by attribute.
 func TestAttachSendsOTLPProfilesToACollector(t *testing.T) {
 	col := testotelcol.Start(t, testotelcol.Options{})
 	native := testnative.Start(t, "mutex_contention", "4", "3", "3000")
@@ -94,9 +118,11 @@ func TestAttachSendsOTLPProfilesToACollector(t *testing.T) {
 		extra []string
 		wait  []string
 		lock  string
+		// waiter matches the thread names the target gave its waiters.
+		waiter string
 	}{
-		{"native", native.PID, []string{"--interval", "250ms"}, []string{"pthread_mutex_lock", "contender"}, "contended_mutex"},
-		{"jvm", jvm.PID, []string{"--interval", "500ms"}, []string{"SyncSingleton.handle"}, "SyncSingleton"},
+		{"native", native.PID, []string{"--interval", "250ms"}, []string{"pthread_mutex_lock", "contender"}, "contended_mutex", `^contender-[0-3]$`},
+		{"jvm", jvm.PID, []string{"--interval", "500ms"}, []string{"SyncSingleton.handle"}, "SyncSingleton", `^request-[1-8]$`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pp := filepath.Join(t.TempDir(), "run.pb.gz")
@@ -110,7 +136,7 @@ func TestAttachSendsOTLPProfilesToACollector(t *testing.T) {
 			// machine may sample less often than asked). The run delivered
 			// them all before it ended; the collector's file exporter may
 			// still be writing the last.
-			want := testotelcol.PprofValues(readPprof(t, pp), nil)
+			want := testotelcol.PprofValues(readPprof(t, pp), otlp.AttributeKey)
 			require.NotEmpty(t, want["samples/count"])
 			var sum map[string]map[string]int64
 			var got []pprofile.Profiles
@@ -121,18 +147,26 @@ func TestAttachSendsOTLPProfilesToACollector(t *testing.T) {
 				}
 			}
 			assert.Equal(t, want, sum, "the exports add up to the run's pprof profile")
-			// The waiters' samples name the lock's class and its resource.
-			locks, resources := map[string]bool{}, map[string]bool{}
+			// The waiters' samples name the lock's class, its resource
+			// and the waiting thread, by the name the target gave it.
+			locks, resources, waiters := map[string]bool{}, map[string]bool{}, map[string]bool{}
 			for _, pd := range got[before:] {
-				for v := range testotelcol.SampleAttribute(pd, "ctprof.lock.class") {
-					locks[v] = true
-				}
-				for v := range testotelcol.SampleAttribute(pd, "ctprof.resource") {
-					resources[v] = true
+				for _, attrs := range sampleAttributes(pd) {
+					if c, ok := attrs["ctprof.lock.class"]; ok {
+						locks[c] = true
+						resources[attrs["ctprof.resource"]] = true
+						if c == tc.lock {
+							waiters[attrs[otlp.AttrThreadName]] = true
+						}
+					}
 				}
 			}
 			assert.True(t, locks[tc.lock], "lock classes %v, want %s", locks, tc.lock)
 			assert.NotEmpty(t, resources)
+			require.NotEmpty(t, waiters, "no sample of a waiter on %s", tc.lock)
+			for name := range waiters {
+				assert.Regexp(t, tc.waiter, name, "the waiters' thread.name: %v", waiters)
+			}
 			assert.True(t, anyStackWith(sum["samples/count"], tc.wait...), "no stack with %v: %v", tc.wait, sum["samples/count"])
 		})
 	}
@@ -256,8 +290,9 @@ func TestAttachOTLPCollectorStopsMidRun(t *testing.T) {
 }
 
 // A profile of a 4,000-thread JVM (threads with 20 frames of their own
-// below their wait) is at most 1 MB before compression: the profile is
-// keyed by stack, state and pool, not by thread.
+// below their wait) is at most 1 MB before compression, with every sample
+// naming its thread: a stack names at most 64 threads (the rest are
+// analysis.OtherThreads), so its size follows the stacks, not the threads.
 func TestOTLPProfileOf4000ThreadJVMIsUnder1MB(t *testing.T) {
 	p := testjvm.Start(t, testjvm.JDK17(t), "ManyThreads", "4000", "20")
 	pp := filepath.Join(t.TempDir(), "run.pb.gz")
