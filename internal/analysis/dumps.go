@@ -617,6 +617,9 @@ func keepLine(lines []symbolize.FrameLine, i int, file string, line int) {
 func countStack(fs *FoldedStack, label StackLabel, lock string) {
 	fs.Count++
 	label.Lock = lock
+	// A pool is a thread's name with its digits as N: the target's, made
+	// safe and bounded as the name is.
+	label.Pool = threadLabel(label.Pool)
 	label.Thread = fs.threadName(label.Thread)
 	fs.ByLabel[label]++
 	if lock != "" {

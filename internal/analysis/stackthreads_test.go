@@ -41,8 +41,8 @@ func onlyStack(t *testing.T, a *Aggregator) *FoldedStack {
 	return stacks[0]
 }
 
-// A sample's label names its thread, beside its pool: safe to print (the
-// name is the target's) and bounded in length.
+// A sample's label names its thread, beside its pool: both safe to print
+// (the name is the target's) and bounded in length.
 func TestStackLabelNamesTheThread(t *testing.T) {
 	for _, tc := range []struct {
 		name, thread, want string
@@ -62,7 +62,9 @@ func TestStackLabelNamesTheThread(t *testing.T) {
 			assert.Equal(t, map[string]int{tc.want: 2}, byThread(st))
 			assert.LessOrEqual(t, len(tc.want), maxThreadNameBytes)
 			for l := range st.ByLabel {
-				assert.Equal(t, StackLabel{State: "WAITING", Pool: PoolName(tc.thread), Thread: tc.want}, l)
+				assert.Equal(t, StackLabel{State: "WAITING", Pool: threadLabel(PoolName(tc.thread)), Thread: tc.want}, l)
+				assert.LessOrEqual(t, len(l.Pool), maxThreadNameBytes, "the pool is the name's, bounded alike")
+				assert.NotContains(t, l.Pool, "\x1b", "nor raw control characters in the pool")
 			}
 		})
 	}
