@@ -127,13 +127,15 @@ func TestAttachSendsOTLPProfilesToACollector(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pp := filepath.Join(t.TempDir(), "run.pb.gz")
 			before := len(col.Received(t))
-			args := append([]string{"attach", strconv.Itoa(tc.pid), "--duration", "6s", "--otlp-endpoint", col.URL, "--otlp-interval", "2s", "--pprof", pp}, tc.extra...)
+			args := append([]string{"attach", strconv.Itoa(tc.pid), "--duration", "8s", "--otlp-endpoint", col.URL, "--otlp-interval", "2s", "--pprof", pp}, tc.extra...)
 			code, _, errOut := run(t, "", args...)
 			require.Equal(t, 0, code, errOut)
 			assert.Contains(t, errOut, "sending OTLP profiles to "+col.URL+"/v1development/profiles every 2s")
 			assert.NotContains(t, errOut, "not delivered")
-			// Every 2 s and at the end: two exports at least (a loaded
-			// machine may sample less often than asked). The run delivered
+			// Every 2 s and at the end: two exports at least over 8 s (a
+			// loaded machine may sample less often than asked, and an
+			// export comes with a sample; at 6 s a JVM's slow first dumps
+			// left room for one). The run delivered
 			// them all before it ended; the collector's file exporter may
 			// still be writing the last.
 			want := testotelcol.PprofValues(readPprof(t, pp), otlp.AttributeKey)
