@@ -119,8 +119,12 @@ func New(o Options) *Client {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &Client{
-		opts:  o,
-		http:  &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ResponseHeaderTimeout: o.Timeout}},
+		opts: o,
+		// No ResponseHeaderTimeout: downloadFrom's idle timer bounds the
+		// wait for the headers too, and one clock says which it was (two
+		// of the same length raced, and a loaded machine got the
+		// transport's message instead of "no answer within").
+		http:  &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}},
 		sem:   make(chan struct{}, o.Parallel),
 		state: map[string]*fetch{},
 		ctx:   ctx,
