@@ -106,6 +106,13 @@ type FoldedStack struct {
 	// ByLock counts the samples of this stack that queued on a lock, by
 	// LockSummary.ID, so a flame graph of one lock's waiters can be drawn.
 	ByLock map[string]int
+	// Blocked is the time the BLOCKED samples of a label stand for: each
+	// one the span of its dump (the time since the dump before) or, for a
+	// native target's, of its sample. A run-wide mean interval times the
+	// count would not only grow: a thread with no new BLOCKED sample
+	// would lose blocked time when the mean fell, and the OTLP deltas
+	// would not add up.
+	Blocked map[StackLabel]time.Duration
 	// threads are the thread names ByLabel holds (at most
 	// maxStackThreads), each its own key (threadName); nil in a copy.
 	threads map[string]string
@@ -177,10 +184,11 @@ func (a *Aggregator) addDump(s *snapshot.Snapshot, dt time.Duration) dumpTick {
 	if locks == nil {
 		locks = d.Locks()
 	}
-	a.addJavaLocks(withoutSuspects(locks), a.dumpSpan(s), &tick, seq)
+	span := a.dumpSpan(s)
+	a.addJavaLocks(withoutSuspects(locks), span, &tick, seq)
 	a.addDeadlocks(d, locks, seq)
 	a.addJavaThreads(d, s.Time, seq, ownersOfWaits(locks))
-	a.addStacks(d, tick.pools, tick.waitsOn, jniThreads(s), s.Futexes)
+	a.addStacks(d, tick.pools, tick.waitsOn, jniThreads(s), s.Futexes, span)
 	a.noteLastWaits(locks, tick.waitsOn)
 
 	states := map[string]int{}
@@ -512,7 +520,7 @@ func appendStackKey(b []byte, t *threaddump.Thread) []byte {
 
 // addStacks counts the dump's stacks; pools are PoolName of the names of
 // d.Threads, by index.
-func (a *Aggregator) addStacks(d *threaddump.Dump, pools []string, waitsOn map[*threaddump.Thread]string, native map[int64]*procfs.Thread, futexes []snapshot.FutexWait) {
+func (a *Aggregator) addStacks(d *threaddump.Dump, pools []string, waitsOn map[*threaddump.Thread]string, native map[int64]*procfs.Thread, futexes []snapshot.FutexWait, span time.Duration) {
 	// Threads with one stack often share one Frames slice: its key is
 	// built and looked up once.
 	byRef := map[stackRef]*FoldedStack{}
@@ -528,7 +536,7 @@ func (a *Aggregator) addStacks(d *threaddump.Dump, pools []string, waitsOn map[*
 			if lock == "" {
 				lock = a.jniResource(nt, futexes)
 			}
-			countStack(a.jniFoldedStack(t.Frames, nt.Stack), StackLabel{State: stateName(t.State), Pool: pool, Thread: t.Name}, lock)
+			countStack(a.jniFoldedStack(t.Frames, nt.Stack), StackLabel{State: stateName(t.State), Pool: pool, Thread: t.Name}, lock, span)
 			return
 		}
 		r := stackRef{&t.Frames[0], len(t.Frames)}
@@ -537,7 +545,7 @@ func (a *Aggregator) addStacks(d *threaddump.Dump, pools []string, waitsOn map[*
 			fs = a.foldedStack(t.Frames)
 			byRef[r] = fs
 		}
-		countStack(fs, StackLabel{State: stateName(t.State), Pool: pool, Thread: t.Name}, waitsOn[t])
+		countStack(fs, StackLabel{State: stateName(t.State), Pool: pool, Thread: t.Name}, waitsOn[t], span)
 	}
 	// In the order of AllThreads: each thread, then the virtual thread
 	// mounted on it.
@@ -613,8 +621,9 @@ func keepLine(lines []symbolize.FrameLine, i int, file string, line int) {
 
 // countStack counts one sample of fs by label, with the lock it queued on
 // (a LockSummary.ID; "" when it did not) and its thread named by the
-// stack's bound on names (threadName).
-func countStack(fs *FoldedStack, label StackLabel, lock string) {
+// stack's bound on names (threadName); span is the time the sample stands
+// for (FoldedStack.Blocked; 0: unknown).
+func countStack(fs *FoldedStack, label StackLabel, lock string, span time.Duration) {
 	fs.Count++
 	label.Lock = lock
 	// A pool is a thread's name with its digits as N: the target's, made
@@ -622,6 +631,12 @@ func countStack(fs *FoldedStack, label StackLabel, lock string) {
 	label.Pool = threadLabel(label.Pool)
 	label.Thread = fs.threadName(label.Thread)
 	fs.ByLabel[label]++
+	if label.State == "BLOCKED" && span > 0 {
+		if fs.Blocked == nil {
+			fs.Blocked = map[StackLabel]time.Duration{}
+		}
+		fs.Blocked[label] += span
+	}
 	if lock != "" {
 		if fs.ByLock == nil {
 			fs.ByLock = map[string]int{}
@@ -653,9 +668,15 @@ func (a *Aggregator) pruneStacks() {
 		// labels' order, so which names it keeps does not depend on
 		// the map's.
 		for _, k := range SortedLabels(s.ByLabel) {
-			v := s.ByLabel[k]
+			v, b := s.ByLabel[k], s.Blocked[k]
 			k.Thread = o.threadName(k.Thread)
 			o.ByLabel[k] += v
+			if b > 0 {
+				if o.Blocked == nil {
+					o.Blocked = map[StackLabel]time.Duration{}
+				}
+				o.Blocked[k] += b
+			}
 		}
 		for k, v := range s.ByLock {
 			if o.ByLock == nil {
@@ -701,6 +722,9 @@ func copyStack(s *FoldedStack) *FoldedStack {
 	c := &FoldedStack{Frames: s.Frames, Lines: slices.Clone(s.Lines), Count: s.Count, ByLabel: make(map[StackLabel]int, len(s.ByLabel))}
 	for k, v := range s.ByLabel {
 		c.ByLabel[k] = v
+	}
+	if s.Blocked != nil {
+		c.Blocked = maps.Clone(s.Blocked)
 	}
 	if s.ByLock != nil {
 		c.ByLock = make(map[string]int, len(s.ByLock))

@@ -302,7 +302,7 @@ func (a *Aggregator) addLive(s *snapshot.Snapshot, dt time.Duration, tick dumpTi
 	a.addNativeSites(s, verdicts, dt)
 	futexWaiters := a.addFutexLocks(s, dt, o.curNames(s), verdicts)
 	lockOf := lockOfWaiters(futexWaiters)
-	a.addNativeStacks(s, lockOf, verdicts)
+	a.addNativeStacks(s, lockOf, verdicts, dt)
 	if s.Target.Kind != snapshot.KindJVM {
 		a.noteLastNative(s, verdicts, lockOf)
 	} else {

@@ -1,6 +1,8 @@
 package analysis
 
 import (
+	"time"
+
 	"github.com/ctprof/ctprof/internal/nativewait"
 	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/symbolize"
@@ -47,7 +49,7 @@ func nativeStackNames(st []symbolize.StackFrame) []string {
 // (lockOf: tid → lock ID) as BLOCKED on that lock, any other blocked
 // thread as WAITING. A JVM's stacks come from its thread dumps; the few
 // native stacks of its JNI lock waiters show in the lock table only.
-func (a *Aggregator) addNativeStacks(s *snapshot.Snapshot, lockOf map[int]string, verdicts []*nativeVerdict) {
+func (a *Aggregator) addNativeStacks(s *snapshot.Snapshot, lockOf map[int]string, verdicts []*nativeVerdict, dt time.Duration) {
 	if s.Target.Kind == snapshot.KindJVM || s.Dump != nil {
 		return
 	}
@@ -75,7 +77,7 @@ func (a *Aggregator) addNativeStacks(s *snapshot.Snapshot, lockOf map[int]string
 			// comm, or the Java name a dump gave it.
 			label.Pool, label.Thread = o.cur[i].pool, o.cur[i].name
 		}
-		countStack(fs, label, lock)
+		countStack(fs, label, lock, dt)
 	}
 	if len(a.stacks) > a.opts.MaxStacks {
 		a.pruneStacks()

@@ -17,7 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/symbolize"
+	"github.com/ctprof/ctprof/pkg/threaddump"
 )
 
 func TestPprofExport(t *testing.T) {
@@ -50,7 +52,10 @@ func TestPprofExport(t *testing.T) {
 	// 4 dumps of 12 threads: 9 BLOCKED (7 on the cache, 2 deadlocked), 1 RUNNABLE, 2 TIMED_WAITING.
 	assert.EqualValues(t, 4*12, samples)
 	assert.EqualValues(t, 4*9, byState["BLOCKED"])
-	assert.EqualValues(t, 4*9*5*time.Second.Nanoseconds(), blocked, "blocked time = BLOCKED samples × the dump interval")
+	// Each BLOCKED sample counts the time since the dump before it (the
+	// first, the 1 s interval the series was sampled at), as the lock
+	// table's blocked seconds do.
+	assert.EqualValues(t, 9*(1+3*5)*time.Second.Nanoseconds(), blocked, "blocked time = each BLOCKED sample × the time since the dump before")
 	require.Len(t, byThread, 12, "each thread by its own name: %v", byThread)
 	for name, n := range byThread {
 		assert.Regexp(t, `^request-\d+$`, name)
@@ -251,4 +256,44 @@ func TestPprofNativeLines(t *testing.T) {
 	assert.Equal(t, map[int64]bool{37: true, 39: true}, lines, "post_entry's two lines are two locations")
 	assert.Equal(t, 1, functions["post_entry"], "of one function")
 	assert.Equal(t, 1, functions["pthread_mutex_lock"])
+}
+
+// A thread's blocked time in the profile only grows: it is the time each
+// of its BLOCKED samples stood for, not its count times the run's mean
+// interval between dumps, which falls when dumps come faster. A thread
+// blocked early and running since kept losing blocked time, and the OTLP
+// deltas of such a run did not add up to its profile.
+func TestPprofBlockedTimeOnlyGrows(t *testing.T) {
+	a := analysis.New()
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	frames := []threaddump.Frame{{Class: "app.Cache", Method: "get"}, {Class: "java.lang.Thread", Method: "run"}}
+	blockedOf := func() map[string]int64 {
+		s := a.Summary()
+		p, err := PprofProfile(PprofInput{Stacks: a.Stacks(), Interval: s.DumpInterval()})
+		require.NoError(t, err)
+		out := map[string]int64{}
+		for _, smp := range p.Sample {
+			out[smp.Label[PprofThreadNameLabel][0]] += smp.Value[1]
+		}
+		return out
+	}
+	// Dumps 4 s apart, then 1 s apart: the mean interval falls from 4 s.
+	at := []time.Duration{0, 4 * time.Second, 8 * time.Second, 9 * time.Second, 10 * time.Second, 11 * time.Second}
+	var before map[string]int64
+	for i, off := range at {
+		d := &threaddump.Dump{Format: threaddump.FormatHotSpot, Time: t0.Add(off)}
+		early := threaddump.Thread{Name: "early", ID: 1, State: threaddump.StateBlocked, Frames: frames}
+		if i >= 3 {
+			early.State = threaddump.StateRunnable
+		}
+		d.Threads = append(d.Threads, early, threaddump.Thread{Name: "always", ID: 2, State: threaddump.StateBlocked, Frames: frames})
+		a.Add(&snapshot.Snapshot{Time: d.Time, Interval: 4 * time.Second, Target: snapshot.Target{PID: 42, Name: "java", Kind: snapshot.KindJVM}, Dump: d})
+		if i == 2 {
+			before = blockedOf()
+		}
+	}
+	after := blockedOf()
+	assert.Equal(t, (4+4+4)*time.Second.Nanoseconds(), before["early"], "three samples, each standing for 4 s")
+	assert.Equal(t, before["early"], after["early"], "no new BLOCKED sample: its blocked time stays")
+	assert.Equal(t, (4+4+4+1+1+1)*time.Second.Nanoseconds(), after["always"])
 }

@@ -37,8 +37,9 @@ type PprofInput struct {
 
 // Pprof writes a gzipped profile.proto that `go tool pprof` reads. Each
 // sample is one stack in one state of one thread pool, with two values:
-// the thread samples, and the blocked time they stand for (samples in state
-// BLOCKED times the interval between dumps, an estimate). Waits a JFR
+// the thread samples, and the blocked time they stand for (each sample in
+// state BLOCKED counts the time since the dump, or the native sample,
+// before it; an estimate). Waits a JFR
 // recording or the kernel measured come as samples of their own (label
 // "source": "jfr" or "futex-trace") with two more values,
 // contentions (count) and delay (nanoseconds), as in Go's mutex profile
@@ -70,7 +71,7 @@ func PprofProfile(in PprofInput) (*profile.Profile, error) {
 		interval = time.Second
 		comments = append(comments, "blocked time assumes 1 s between thread dumps (fewer than two timed dumps)")
 	} else {
-		comments = append(comments, fmt.Sprintf("blocked time = BLOCKED samples x %v, the mean interval between thread dumps", interval))
+		comments = append(comments, fmt.Sprintf("blocked time = each BLOCKED sample x the time since the dump (or native sample) before it; %v between dumps on average", interval))
 	}
 	p := &profile.Profile{
 		SampleType: []*profile.ValueType{
@@ -134,7 +135,14 @@ func PprofProfile(in PprofInput) (*profile.Profile, error) {
 			n := int64(st.ByLabel[l])
 			var blocked int64
 			if l.State == "BLOCKED" {
-				blocked = n * interval.Nanoseconds()
+				// The time each sample stood for; the mean interval
+				// only where no sample had a time (dump files
+				// without one).
+				if d, ok := st.Blocked[l]; ok {
+					blocked = d.Nanoseconds()
+				} else {
+					blocked = n * interval.Nanoseconds()
+				}
 			}
 			label := map[string][]string{"state": {l.State}, "thread": {l.Pool}}
 			if l.Thread != "" {
