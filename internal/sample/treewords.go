@@ -27,10 +27,14 @@ import (
 //     x86-64 and arm64; 0 for the target itself);
 //   - a word of a shared object: the address and tag of the process the
 //     object was first seen mapped in, moved by the word's offset from
-//     that mapping. So a key never changes during the run, two words of
-//     one object keep their distance (a glibc condition's two signal
-//     words are told one by it), and no key is another process's own word
-//     (that process maps the object there).
+//     that mapping. So a key never changes during the run, and two words
+//     of one object keep their distance (a glibc condition's two signal
+//     words are told one by it). A key is no process's own word where the
+//     first process maps the object; a word of a part of the object that
+//     process does not map (another window of a large file) gets a key
+//     past its mapping, which one of its own words could share: no server
+//     here maps windows of one object so, and the tags keep every other
+//     process's words apart.
 
 // maxSharedObjects bounds the shared objects a tree remembers; a word of
 // an object past the bound is keyed as its process's own.
