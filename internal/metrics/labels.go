@@ -3,10 +3,10 @@ package metrics
 import (
 	"regexp"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/termtext"
 )
 
 // maxLabelBytes bounds a label value taken from the target. Thread names,
@@ -18,16 +18,18 @@ const maxLabelBytes = 128
 const otherLabel = "other"
 
 // LabelValue makes s usable as a Prometheus label value: invalid UTF-8
-// becomes U+FFFD (client_golang refuses invalid UTF-8), control characters
-// become spaces (the exposition format escapes only \n, \" and \\; a raw
-// escape sequence would reach terminals and dashboards), and the result is
+// becomes U+FFFD (client_golang refuses invalid UTF-8), the runes
+// termtext.Unsafe names (control characters, line separators and
+// bidirectional controls) become spaces (the exposition format escapes only
+// \n, \" and \\; a raw escape sequence or a right-to-left override would
+// reach terminals and dashboards), and the result is
 // cut at a rune boundary to at most maxLabelBytes bytes, ending in "…" when
 // cut. Quoting for the exposition format is client_golang's job.
 func LabelValue(s string) string {
 	clean := len(s) <= maxLabelBytes && utf8.ValidString(s)
 	if clean {
 		for _, r := range s {
-			if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			if termtext.Unsafe(r) {
 				clean = false
 				break
 			}
@@ -43,7 +45,7 @@ func LabelValue(s string) string {
 		if r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") {
 			r = '\uFFFD'
 		}
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+		if termtext.Unsafe(r) {
 			r = ' '
 		}
 		if b.Len()+utf8.RuneLen(r) > maxLabelBytes {

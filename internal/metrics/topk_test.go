@@ -7,13 +7,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctprof/ctprof/internal/analysis"
+	"github.com/ctprof/ctprof/internal/termtext"
 )
 
 func row(lock string, waiters int, seconds float64) lockRow {
@@ -136,6 +136,8 @@ func TestLabelValue(t *testing.T) {
 		{"bad\xffutf8", "bad\uFFFDutf8"},
 		{"quote\"and\\back", "quote\"and\\back"},
 		{"line\u2028sep", "line sep"},
+		{"evil\u202egnp.exe", "evil gnp.exe"},
+		{"iso\u2066late\u2069d", "iso late d"},
 		{long, strings.Repeat("é", 62) + "…"},
 		{strings.Repeat("a", 128), strings.Repeat("a", 128)},
 		{strings.Repeat("a", 129), strings.Repeat("a", 125) + "…"},
@@ -160,11 +162,11 @@ func FuzzLabelValue(f *testing.F) {
 			t.Fatalf("%d bytes from %q", len(got), s)
 		}
 		for _, r := range got {
-			if unicode.IsControl(r) {
-				t.Fatalf("control character in %q from %q", got, s)
+			if termtext.Unsafe(r) {
+				t.Fatalf("unsafe rune %U in %q from %q", r, got, s)
 			}
 		}
-		if len(s) <= maxLabelBytes && utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl) && !strings.ContainsAny(s, "\u2028\u2029") && got != s {
+		if len(s) <= maxLabelBytes && utf8.ValidString(s) && !strings.ContainsFunc(s, termtext.Unsafe) && got != s {
 			t.Fatalf("clean %q changed to %q", s, got)
 		}
 		if LabelValue(got) != got {
