@@ -181,7 +181,11 @@ func TestAttachSafepointStall(t *testing.T) {
 				// ctprof starts the listener, which the stall holds back.
 				o.JVMFlags = []string{"-XX:+StartAttachListener"}
 			}
-			p := testjvm.StartWith(t, jdk, "SafepointStall", o, "60")
+			// Loops of about 24 s: the one-shot (5 s) and the Ctrl-C
+			// (1 s) fit in one with room, a loop that ends meanwhile is
+			// retried below, and the test waits out each loop's end
+			// for the JVM's own log (60 s loops cost a minute a JDK).
+			p := testjvm.StartWith(t, jdk, "SafepointStall", o, "24")
 			p.WaitForLog(t, 60*time.Second, func(log []byte) bool { return bytes.Contains(log, []byte("STALL begin")) })
 			var doc map[string]any
 			for try := 0; ; try++ {
