@@ -143,18 +143,24 @@ func Classify(t Thread) Wait {
 			w.Verdict, w.Reason = eventVerdict(sh, t)
 			break
 		}
-		fallthrough
+		w.Verdict, w.Reason = ioVerdict(sh, t) // one descriptor: as a read of it
 	case callNone:
 		w.Verdict, w.Reason = IO, "blocked outside a system call (a page fault or the kernel's own wait"+wchanClause(t.WChan)+")"
 	case callUnknown:
 		w.Verdict, w.Reason = unknownVerdict(t)
 	default:
-		w.Verdict, w.Reason = IO, "in "+syscallName(t.Syscall)+": waits for I/O"
-		if sh.idle && t.State == 'S' {
-			w.Verdict, w.Reason = Idle, "in "+syscallName(t.Syscall)+" at the top of its run loop "+sh.loopName()+": waits for its next input"
-		}
+		w.Verdict, w.Reason = ioVerdict(sh, t)
 	}
 	return w
+}
+
+// ioVerdict is the rule for a wait on one descriptor or device: I/O,
+// unless the run loop itself waits (its next input).
+func ioVerdict(sh shape, t Thread) (string, string) {
+	if sh.idle && t.State == 'S' {
+		return Idle, "in " + syscallName(t.Syscall) + " at the top of its run loop " + sh.loopName() + ": waits for its next input"
+	}
+	return IO, "in " + syscallName(t.Syscall) + ": waits for I/O"
 }
 
 // futexVerdict is the rule for a wait on a futex or semaphore.
