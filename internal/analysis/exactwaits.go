@@ -115,8 +115,8 @@ func (a *Aggregator) addFutexTrace(ft *snapshot.FutexTrace) {
 		if f.Waits > 0 {
 			a.addExactToResources(f)
 		}
-		if f.Kind == snapshot.FutexCondition || f.Waits <= 0 {
-			continue
+		if f.Kind == snapshot.FutexCondition || f.Waits <= 0 || a.native.gateWords[f.Address] {
+			continue // idle waits: a condition's, a gate's (openGates)
 		}
 		la := a.futexLock(f.Address, f.Location, f.Kind)
 		if la.exact == nil {

@@ -69,6 +69,11 @@ type nativeWaits struct {
 	// waits were otherwise dropped (MariaDB's row-lock resource showed 0.2
 	// s of counted waiting beside 84.5 sampled thread-seconds).
 	siteOfWord map[uint64]string
+	// gates are the resources (and gateWords the futex words) of the
+	// mutexes seen held across their holder's own idle wait: their
+	// waiters are idle for the rest of the run (openGates).
+	gates     map[string]bool
+	gateWords map[uint64]bool
 }
 
 // maxWordSites bounds nativeWaits.siteOfWord.
@@ -220,7 +225,102 @@ func (a *Aggregator) classifyNative(s *snapshot.Snapshot) []*nativeVerdict {
 	if kernelOnly > 0 {
 		a.shareVerdicts(out)
 	}
+	a.openGates(s, out)
 	return out
+}
+
+// waitsForThread reports a system call that waits for another thread (a
+// futex, a semaphore), not for input. A gate's holder waits for input: a
+// holder seen in a condition's wait is no gate's, since pthread_cond_wait
+// lets its mutex go while it waits, and a holder that woke and took the
+// mutex again between the two reads would pass for one.
+func waitsForThread(nr int) bool {
+	switch nr {
+	case unix.SYS_FUTEX, unix.SYS_FUTEX_WAITV, unix.SYS_SEMOP, unix.SYS_SEMTIMEDOP:
+		return true
+	}
+	return false
+}
+
+// openGates applies the wait rule's one exception to "a thread queued on
+// a mutex is contention": a mutex whose holder holds it across its own
+// wait for input is a gate in front of that wait, and its waiters wait
+// for what the holder waits for, work: they are idle. The holder is seen
+// so when the sampler found it blocked in a system call between two reads
+// of the mutex that both named it, its stack read at that very call (the
+// same system call, stack pointer and program counter, in this sample or
+// an earlier one) is idle by the rule (the top of its run loop), and the
+// call waits for input, not for another thread (waitsForThread). Since the
+// program's design parks a thread on the mutex while it waits for input,
+// the mutex stays a gate for the rest of the run (a holder seen running
+// has just been given work, and the next waiter takes its place), and
+// what the earlier samples counted of it as a lock is forgotten. Apache's
+// prefork children queue so on the accept mutex while one of them polls
+// the listening sockets. A holder blocked in I/O inside its work (a lock
+// held while it reads a file or a pipe) is not at the top of its loop:
+// its waiters stay contention.
+func (a *Aggregator) openGates(s *snapshot.Snapshot, out []*nativeVerdict) {
+	nw := &a.native
+	var index map[int]int
+	for k := range s.Futexes {
+		fw := &s.Futexes[k]
+		h := fw.Holder
+		if fw.Kind != snapshot.FutexLock || h == nil || h.Across == nil || h.TID <= 0 || nw.gateWords[fw.Address] {
+			continue
+		}
+		if index == nil {
+			index = make(map[int]int, len(s.Threads))
+			for i := range s.Threads {
+				index[s.Threads[i].TID] = i
+			}
+		}
+		// The holder's stack at that call: read in this sample, or in an
+		// earlier one (a holder of a busy gate is back at its turn on the
+		// mutex by the time its own process is swept).
+		i, ok := index[h.TID]
+		if !ok || i >= len(a.os.cur) || waitsForThread(h.Across.Syscall) {
+			continue
+		}
+		at := a.os.cur[i].nv.idleAt
+		if at.syscall != h.Across.Syscall || at.sp != h.Across.SP || at.pc != h.Across.PC {
+			continue
+		}
+		if nw.gateWords == nil {
+			nw.gates, nw.gateWords = map[string]bool{}, map[uint64]bool{}
+		}
+		if len(nw.gateWords) >= maxNativeSites {
+			break
+		}
+		// What the samples before this one counted of the gate as a
+		// lock (its resource, its entry in the lock table with the pools
+		// it seemed to serialize) goes: it was the same gate then.
+		nw.gateWords[fw.Address] = true
+		delete(a.locks, lockKey("futex", "", "0x"+strconv.FormatUint(fw.Address, 16)))
+		delete(nw.siteOfWord, fw.Address)
+		for _, tid := range fw.TIDs {
+			// A wait site a waiter's stack named is the gate's; a
+			// waiter without a stack counts at the word (gateWords):
+			// its resource may be a name many words share.
+			if j, ok := index[tid]; ok && j < len(out) && out[j] != nil && out[j].resource != "" && out[j].w.Site != "" {
+				nw.gates[out[j].resource] = true
+				delete(nw.sites, out[j].resource)
+			}
+		}
+	}
+	if len(nw.gateWords) == 0 {
+		return
+	}
+	for i, v := range out {
+		if v == nil || v.w.Verdict != nativewait.Contention || v.w.Kind != nativewait.Mutex || !nw.gateWords[v.addr] && !nw.gates[v.resource] {
+			continue
+		}
+		v.w.Verdict = nativewait.Idle
+		v.w.Reason = "queued on a mutex that its holder holds across its own idle wait: a gate in front of the wait for work, not a lock around work"
+		v.resource = ""
+		if i < len(a.os.cur) && a.os.cur[i].nativeBusy > 0 {
+			a.os.cur[i].nativeBusy-- // classifyNative counted the wait as work
+		}
+	}
 }
 
 // shareVerdicts gives a thread judged by the kernel's view alone (no
@@ -265,6 +365,14 @@ type nativeSlot struct {
 	// group's leader and follower, a pool worker waiting for a task and
 	// inside one) keeps both.
 	places [2]placedVerdict
+	// idleAt is the latest wait its stack was judged idle in: its system
+	// call, stack pointer and program counter there (a lock's holder seen
+	// blocked at the same place holds the lock across that idle wait:
+	// openGates).
+	idleAt struct {
+		syscall int
+		sp, pc  uint64
+	}
 }
 
 // place is the thread's earlier verdict in the wait t is in, if any.
@@ -335,6 +443,9 @@ func (a *Aggregator) nativeVerdictOf(t *procfs.Thread, slot *nativeSlot, jvm boo
 			c.pool = nativewait.FunctionName(c.w.Entry)
 		}
 		slot.key, slot.gen, slot.c = k, nw.tramp.Gen, c
+		if c.w.Verdict == nativewait.Idle {
+			slot.idleAt.syscall, slot.idleAt.sp, slot.idleAt.pc = t.Syscall, t.SyscallSP, t.SyscallPC
+		}
 		if c.w.Kind != "" {
 			slot.remember(placedVerdict{start: t.StartTime, syscall: t.Syscall, word: t.SyscallArgs[0], op: t.SyscallArgs[1], sp: t.SyscallSP, w: c.w})
 		}
@@ -777,6 +888,9 @@ func (a *Aggregator) addExactToResources(f *snapshot.TracedFutex) {
 		nanos = float64(f.Total) * f.Waits / float64(f.Traced)
 	}
 	add := func(id string, kind string, share float64) {
+		if nw.gates[id] {
+			return // a gate's waits are idle (openGates)
+		}
 		sa := nw.sites[id]
 		if sa == nil {
 			sa = nw.site(&nativeVerdict{resource: id, w: nativewait.Wait{Kind: nativewait.Kind(kind)}}, a.opts.MaxLocks)

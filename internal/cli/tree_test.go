@@ -4,9 +4,12 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -275,4 +278,158 @@ func TestAttachForkedWorkers(t *testing.T) {
 			assert.Equal(t, 6, workers, "the workers by their role")
 		})
 	}
+}
+
+// A prefork server whose children take turns on an accept mutex
+// (testdata/c/forked_workers.c accept: a process-shared pthread mutex, and
+// accept-pi: a priority-inheriting one, as Debian's apr makes Apache's),
+// its holder polling the listening socket with the mutex held. Under a
+// light load (one client, one connection at a time, every 20 ms: with six
+// children no request can wait for one) the children queued on the mutex
+// wait for their turn to wait for a connection: idle, not lock
+// contention. The mutex is no lock in the summary, and no finding names
+// it; the waiters' verdicts say why.
+func TestAttachPreforkAcceptMutexIsAGate(t *testing.T) {
+	for _, mode := range []string{"accept", "accept-pi"} {
+		t.Run(mode, func(t *testing.T) {
+			p := testnative.Start(t, "forked_workers", "6", mode)
+			require.Eventually(t, func() bool { return len(treePIDs(t, p.PID)) == 7 }, 10*time.Second, 10*time.Millisecond)
+			addr := net.JoinHostPort("127.0.0.1", p.Value("PORT"))
+
+			// The client: one connection at a time, a line and its
+			// answer.
+			stop := make(chan struct{})
+			var mu sync.Mutex
+			var served int
+			var clientErr error
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				buf := make([]byte, 3)
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+					c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+					if err == nil {
+						_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+						if _, err = c.Write([]byte("x\n")); err == nil {
+							_, err = io.ReadFull(c, buf)
+						}
+						c.Close()
+					}
+					mu.Lock()
+					if err != nil {
+						clientErr = err
+					} else {
+						served++
+					}
+					mu.Unlock()
+				}
+			}()
+			code, stdout, stderr := run(t, "", "attach", strconv.Itoa(p.PID), "--count", "6", "--interval", "250ms", "--format", "json")
+			close(stop)
+			<-done
+			require.Equal(t, 0, code, stderr)
+			mu.Lock()
+			t.Logf("client: %d requests served", served)
+			require.NoError(t, clientErr)
+			assert.Greater(t, served, 20, "the load ran through the samples")
+			mu.Unlock()
+
+			var doc treeAttach
+			require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+			var raw struct {
+				Locks    []map[string]any `json:"locks"`
+				Findings []struct {
+					Kind    string `json:"kind"`
+					Summary string `json:"summary"`
+				} `json:"findings"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(stdout), &raw))
+			assert.Empty(t, doc.ContentionSites, "the accept mutex is no resource of contention")
+			assert.Empty(t, raw.Locks, "nor a lock")
+			for _, f := range raw.Findings {
+				assert.NotContains(t, f.Summary, "accept_loop", "finding %s", f.Kind)
+			}
+			gated := 0
+			for _, w := range doc.Waits {
+				if w.Thread != "forked_workers: worker" {
+					continue
+				}
+				assert.NotEqual(t, "contention", w.Verdict, "%s (tid %d): %s", w.Thread, w.TID, w.Reason)
+				if strings.Contains(w.Reason, "a gate in front of the wait for work") {
+					gated++
+				}
+			}
+			assert.GreaterOrEqual(t, gated, 3, "the children queued on the accept mutex, by their verdicts: %+v", doc.Waits)
+		})
+	}
+}
+
+// Apache httpd's prefork MPM (Debian's apache2, a server nobody here wrote)
+// under ab with 3 connections for 8 children: the children take turns on
+// the accept mutex, one waiting for a connection with the mutex held. The
+// server's own scoreboard (mod_status, read every 100 ms while ctprof
+// samples) counts the children waiting for a connection; ctprof calls as
+// many idle at its last sample, and no resource, lock or finding names the
+// accept mutex (the wait site is in mod_mpm_prefork.so). Before the gate
+// rule ctprof called it a CRITICAL lock hotspot of 7 waiters.
+func TestAttachApachePreforkAcceptMutex(t *testing.T) {
+	srv := testservers.StartApachePrefork(t, 3)
+	stop, done := make(chan struct{}), make(chan struct{})
+	var reads, waitingSum int
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if st, err := srv.Status(); err == nil {
+				reads++
+				waitingSum += strings.Count(st.Scoreboard, "_")
+			}
+		}
+	}()
+	code, stdout, stderr := run(t, "", "attach", strconv.Itoa(srv.PID), "--duration", "4s", "--interval", "250ms", "--format", "json")
+	close(stop)
+	<-done
+	require.Equal(t, 0, code, stderr)
+	require.Greater(t, reads, 10, "mod_status reads")
+	waiting := float64(waitingSum) / float64(reads)
+	t.Logf("mod_status: %.1f children waiting for a connection on average (%d reads)", waiting, reads)
+	require.GreaterOrEqual(t, waiting, 2.0, "ab's 3 connections leave children waiting for one")
+
+	var doc treeAttach
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	var raw struct {
+		Locks []struct {
+			ID        string  `json:"id"`
+			WaitFrame *string `json:"wait_frame"`
+		} `json:"locks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &raw))
+	for _, s := range doc.ContentionSites {
+		assert.NotContains(t, s.ID, "mod_mpm_prefork", "resource %s (avg %.2f waiters)", s.ID, s.AvgWaiters)
+	}
+	for _, l := range raw.Locks {
+		if l.WaitFrame != nil {
+			assert.NotContains(t, *l.WaitFrame, "mod_mpm_prefork", "lock %s", l.ID)
+		}
+	}
+	for _, f := range doc.Findings {
+		assert.NotContains(t, f.Summary, "mod_mpm_prefork", "finding %s", f.Kind)
+	}
+	idle := 0
+	for _, w := range doc.Waits {
+		if w.TID != srv.PID && w.Verdict == "idle" && strings.HasPrefix(w.Thread, "apache2") {
+			idle++
+		}
+	}
+	t.Logf("ctprof: %d children idle at the last sample", idle)
+	assert.InDelta(t, waiting, float64(idle), max(2, 0.35*waiting), "children idle, against mod_status's children waiting for a connection")
 }

@@ -10,7 +10,9 @@
 // most its start routine and one loop it calls, or functions of one C++
 // class. Any deeper wait is called from inside work and is contention. A
 // thread queued on a mutex or an rwlock waits for the thread that holds it
-// and is contention wherever it is.
+// and is contention wherever it is (unless its holder holds the mutex
+// across its own idle wait for input: a gate, which the aggregator tells
+// from the holder's stack and the mutex's memory, analysis.openGates).
 //
 // The rule reads three things of a stack, each defined by the data below
 // and nothing else: which frames are the waiting machinery (the top), which

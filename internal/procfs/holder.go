@@ -28,6 +28,20 @@ type LockHolder struct {
 	Readers int
 	// Waiters is the number of waiters a condition variable counts.
 	Waiters int
+	// Across is the system call the holder of a mutex was blocked in
+	// while it held the lock (ConfirmHolders); nil when it was not seen
+	// so.
+	Across *HeldAcross
+}
+
+// HeldAcross is a blocking system call a lock's holder was in, read from
+// /proc between two reads of the lock that both named it: the holder held
+// the lock through it. Syscall, SP and PC are task/<tid>/syscall's, to be
+// matched with the sweep's view of the holder (the wait its stack was read
+// in).
+type HeldAcross struct {
+	Syscall int
+	SP, PC  uint64
 }
 
 // The layout of glibc's pthread types on x86-64, from this machine's
@@ -196,12 +210,49 @@ func (r *MemReader) FillHolders(futexes []FutexWait, threads []Thread) {
 	}
 }
 
+// ConfirmHolders reads again, for each mutex of futexes whose memory
+// named its holder (FillHolders, earlier), the holder's system call and
+// then the mutex: a holder blocked in a system call (other than a wait on
+// this very lock) that the mutex still names held the lock while it was
+// there, and its Across says where. It reads /proc/<tid>/syscall, not the
+// sweep's descriptors: the holder of a process-shared mutex may be a
+// thread of another process of the tree.
+func (r *MemReader) ConfirmHolders(futexes []FutexWait) {
+	if r == nil || !layoutKnown {
+		return
+	}
+	for i := range futexes {
+		fw := &futexes[i]
+		h := fw.Holder
+		if h == nil || h.TID <= 0 || h.Readers != 0 || h.Waiters != 0 || h.Lock == "rwlock" || h.Lock == "condition variable" {
+			continue
+		}
+		h.Across = nil
+		b, err := r.fs.readFile(r.fs.pidPath(h.TID, "syscall"))
+		if err != nil {
+			continue
+		}
+		var t Thread
+		parseSyscall(b, &t)
+		if t.Syscall < 0 || t.Syscall == unix.SYS_FUTEX && t.SyscallArgs[0] == fw.Address {
+			continue
+		}
+		again, _ := r.mutex(fw.Address, func(tid int) bool { return tid == h.TID })
+		if again == nil {
+			continue
+		}
+		h.Across = &HeldAcross{Syscall: t.Syscall, SP: t.SyscallSP, PC: t.SyscallPC}
+	}
+}
+
 // DropWaitingHolder unnames a holder that the sweep saw wait on this very
 // lock: it took the lock between the sweep and the read of the lock's
 // memory (a self-deadlock looks the same, and is left unnamed rather than
-// guessed). An rwlock keeps what it says of its readers.
+// guessed). An rwlock keeps what it says of its readers. A holder seen
+// blocked elsewhere with the lock held (Across) stays: that was read after
+// the lock, and the sweep's sighting is the older one.
 func DropWaitingHolder(fw *FutexWait) {
-	if fw.Holder == nil || !slices.Contains(fw.TIDs, fw.Holder.TID) {
+	if fw.Holder == nil || fw.Holder.Across != nil || !slices.Contains(fw.TIDs, fw.Holder.TID) {
 		return
 	}
 	if fw.Holder.Lock != "rwlock" {

@@ -436,6 +436,10 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	if s.unwindStacks(threads, snap.Futexes) {
 		group() // threads read again in another wait join its group
 	}
+	// Last, after the holders' stacks: a holder blocked now, and still
+	// named by its mutex, held it through that wait (a gate's holder
+	// waits for work with the lock held: analysis.openGates).
+	s.mem.ConfirmHolders(snap.Futexes)
 	s.readEventSets(threads)
 	if s.tree == nil {
 		// A tree's are read once its processes' threads are in.

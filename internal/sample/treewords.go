@@ -111,7 +111,9 @@ func privateOp(op string) bool { return strings.HasSuffix(op, "_PRIVATE") }
 func joinSameWords(futexes []snapshot.FutexWait) []snapshot.FutexWait {
 	out, joined := joinByAddress(futexes, func(fw *snapshot.FutexWait) uint64 { return fw.Address }, func(to, fw *snapshot.FutexWait) {
 		to.TIDs = joinTIDs(to.TIDs, fw.TIDs)
-		if to.Holder == nil {
+		// Each process read the lock at its own moment: one that saw its
+		// holder blocked with it held says the most (openGates).
+		if to.Holder == nil || to.Holder.Across == nil && fw.Holder != nil && fw.Holder.Across != nil {
 			to.Holder = fw.Holder
 		}
 		if unclassed(to.Kind) {
