@@ -158,31 +158,12 @@ func apacheDir(t testing.TB) string {
 // apacheThreads workers, the modules a static site needs, the access log
 // buffered, and the RewriteMap that serialises the /m/ requests.
 func apacheConfig(dir string, port int) string {
-	mods := "/usr/lib/apache2/modules/"
-	user := ""
-	if os.Geteuid() == 0 {
-		// Apache refuses to serve as root: the child switches to the
-		// user Debian's package creates.
-		user = "User www-data\nGroup www-data\n"
-	}
-	return fmt.Sprintf(`ServerRoot %[1]s
-ServerName 127.0.0.1
-DefaultRuntimeDir %[1]s
-PidFile %[1]s/httpd.pid
-ErrorLog %[1]s/error.log
-LogLevel warn
-%[3]sListen 127.0.0.1:%[2]d
-LoadModule mpm_event_module %[4]smod_mpm_event.so
-LoadModule authz_core_module %[4]smod_authz_core.so
-LoadModule dir_module %[4]smod_dir.so
-LoadModule mime_module %[4]smod_mime.so
-LoadModule rewrite_module %[4]smod_rewrite.so
-TypesConfig /etc/mime.types
+	return apacheConfigHead(dir, "event", port) + fmt.Sprintf(`LoadModule rewrite_module %[2]smod_rewrite.so
 StartServers 1
 ServerLimit 1
-ThreadLimit %[5]d
-ThreadsPerChild %[5]d
-MaxRequestWorkers %[5]d
+ThreadLimit %[3]d
+ThreadsPerChild %[3]d
+MaxRequestWorkers %[3]d
 MinSpareThreads 1
 MaxSpareThreads 1000
 MaxConnectionsPerChild 0
@@ -199,7 +180,35 @@ DocumentRoot %[1]s/htdocs
 RewriteEngine On
 RewriteMap echo "prg:/bin/cat"
 RewriteRule "^/m/(.*)$" "/${echo:$1}" [PT]
-`, dir, port, user, mods, apacheThreads)
+`, dir, apacheModules, apacheThreads)
+}
+
+// apacheModules is where Debian's apache2 keeps its modules.
+const apacheModules = "/usr/lib/apache2/modules/"
+
+// apacheConfigHead is what every test's httpd.conf begins with: the
+// server root in dir, its logs and pid file there, the user its children
+// switch to when the test runs as root (Apache refuses to serve as root:
+// the user Debian's package creates), a listener on port of 127.0.0.1,
+// the MPM (event or prefork) and the modules a static site needs.
+func apacheConfigHead(dir, mpm string, port int) string {
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "User www-data\nGroup www-data\n"
+	}
+	return fmt.Sprintf(`ServerRoot %[1]s
+ServerName 127.0.0.1
+DefaultRuntimeDir %[1]s
+PidFile %[1]s/httpd.pid
+ErrorLog %[1]s/error.log
+LogLevel warn
+%[3]sListen 127.0.0.1:%[2]d
+LoadModule mpm_%[5]s_module %[4]smod_mpm_%[5]s.so
+LoadModule authz_core_module %[4]smod_authz_core.so
+LoadModule dir_module %[4]smod_dir.so
+LoadModule mime_module %[4]smod_mime.so
+TypesConfig /etc/mime.types
+`, dir, port, user, apacheModules, mpm)
 }
 
 // startApacheLoad runs two ab processes until the test ends (ten minutes

@@ -132,31 +132,14 @@ func (s *PreforkServer) Status() (PreforkStatus, error) {
 // number of children (no spares started or stopped meanwhile), two
 // listeners (hence the accept mutex), mod_status on the second.
 func apachePreforkConfig(dir string, port, statusPort int) string {
-	mods := "/usr/lib/apache2/modules/"
-	user := ""
-	if os.Geteuid() == 0 {
-		user = "User www-data\nGroup www-data\n"
-	}
-	return fmt.Sprintf(`ServerRoot %[1]s
-ServerName 127.0.0.1
-DefaultRuntimeDir %[1]s
-PidFile %[1]s/httpd.pid
-ErrorLog %[1]s/error.log
-LogLevel warn
-%[4]sListen 127.0.0.1:%[2]d
-Listen 127.0.0.1:%[3]d
-LoadModule mpm_prefork_module %[5]smod_mpm_prefork.so
-LoadModule authz_core_module %[5]smod_authz_core.so
-LoadModule dir_module %[5]smod_dir.so
-LoadModule mime_module %[5]smod_mime.so
-LoadModule status_module %[5]smod_status.so
+	return apacheConfigHead(dir, "prefork", port) + fmt.Sprintf(`Listen 127.0.0.1:%[2]d
+LoadModule status_module %[3]smod_status.so
 ExtendedStatus On
-TypesConfig /etc/mime.types
-StartServers %[6]d
+StartServers %[4]d
 MinSpareServers 1
-MaxSpareServers %[6]d
-ServerLimit %[6]d
-MaxRequestWorkers %[6]d
+MaxSpareServers %[4]d
+ServerLimit %[4]d
+MaxRequestWorkers %[4]d
 MaxConnectionsPerChild 0
 KeepAlive Off
 DocumentRoot %[1]s/htdocs
@@ -167,5 +150,5 @@ DocumentRoot %[1]s/htdocs
   SetHandler server-status
   Require all granted
 </Location>
-`, dir, port, statusPort, user, mods, apachePreforkChildren)
+`, dir, statusPort, apacheModules, apachePreforkChildren)
 }
