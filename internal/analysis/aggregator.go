@@ -210,7 +210,7 @@ func (a *Aggregator) Add(s *snapshot.Snapshot) {
 		a.addSerialization(tick)
 	}
 	a.addJFR(s)
-	a.addFutexTrace(s.FutexTrace)
+	a.addFutexTrace(s.FutexTrace, s.Target.PID)
 	a.addFastReads(s.FastReads)
 	a.addHung(s)
 }

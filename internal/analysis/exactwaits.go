@@ -92,11 +92,12 @@ type exactStack struct {
 	byLock map[string]float64
 }
 
-// addFutexTrace folds one batch of the kernel's futex counts in: a lock's
+// addFutexTrace folds one batch of the kernel's futex counts in (pid is
+// the target's, whose stacks the tracer copied): a lock's
 // (or an unknown protocol's) waits into the lock table, under the same
 // futex as the samples' sightings; a condition's are idle waiting and
 // count only in the totals.
-func (a *Aggregator) addFutexTrace(ft *snapshot.FutexTrace) {
+func (a *Aggregator) addFutexTrace(ft *snapshot.FutexTrace, pid int) {
 	if ft == nil {
 		return
 	}
@@ -113,7 +114,7 @@ func (a *Aggregator) addFutexTrace(ft *snapshot.FutexTrace) {
 	for i := range ft.Futexes {
 		f := &ft.Futexes[i]
 		if f.Waits > 0 {
-			a.addExactToResources(f)
+			a.addExactToResources(f, pid)
 		}
 		if f.Kind == snapshot.FutexCondition || f.Waits <= 0 || a.native.gateWords[f.Address] {
 			continue // idle waits: a condition's, a gate's (openGates)

@@ -2,12 +2,15 @@ package analysis
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
 	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/snapshot"
+	"github.com/ctprof/ctprof/internal/symbolize"
 )
 
 // A mutex held across its holder's own idle wait for input is a gate: a
@@ -90,4 +93,82 @@ func TestNativeGateMutex(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A binary whose names arrive mid-run (debuginfod answers in the
+// background): its first samples name a wait site by module and offset,
+// the later ones by function, at the same program counters. It is one
+// resource, under the better name, with every sample's waiters; a thread
+// whose stack was not read again since keeps counting there too.
+func TestNativeSiteNamedMidRun(t *testing.T) {
+	frames := func(named bool) []symbolize.StackFrame {
+		st := []symbolize.StackFrame{
+			{PC: 0x7f0000001000, Module: "libc.so.6", Function: "__lll_lock_wait", Offset: 0x20},
+			{PC: 0x7f0000002000, Module: "libc.so.6", Function: "pthread_mutex_lock", Offset: 0x90},
+			{PC: 0x555500014d40, Module: "srv", Offset: 0x14d40},
+			{PC: 0x555500015e10, Module: "srv", Offset: 0x15e10},
+			{PC: 0x555500016f00, Module: "srv", Offset: 0x16f00},
+			{PC: 0x555500017000, Module: "srv", Offset: 0x17000},
+			{PC: 0x7f0000003000, Module: "libc.so.6", Function: "start_thread", Offset: 0x10},
+			{PC: 0x7f0000004000, Module: "libc.so.6", Function: "clone3", Offset: 0x10},
+		}
+		if named {
+			for i, fn := range []string{"append_log", "commit", "handle", "worker_main"} {
+				st[2+i].Function, st[2+i].Offset = fn, 0x40
+			}
+		}
+		return st
+	}
+	unnamed, named := frames(false), frames(true)
+	a := New()
+	for i := 0; i < 6; i++ {
+		var threads []procfs.Thread
+		var tids []int
+		for w := 0; w < 3; w++ {
+			th := thread(20+w, "srv", 'S', uint64(i), 0, 0)
+			th.Syscall, th.SyscallArgs = unix.SYS_FUTEX, [5]uint64{0x555500100040, 0x80, 2}
+			th.Stack = unnamed
+			if i >= 3 && w > 0 {
+				th.Stack = named // thread 20, first in the sample, was not read again
+			}
+			threads = append(threads, th)
+			tids = append(tids, th.TID)
+		}
+		snap := liveSnap(i, threads)
+		snap.Futexes = []procfs.FutexWait{{Address: 0x555500100040, Kind: procfs.FutexLock, Op: "FUTEX_WAIT_PRIVATE", Value: 2, TIDs: tids}}
+		a.Add(snap)
+	}
+	s := a.Summary()
+	require.Len(t, s.ContentionSites, 1, "%+v", s.ContentionSites)
+	cs := s.ContentionSites[0]
+	assert.Equal(t, "mutex|srv|append_log ← commit", cs.ID)
+	assert.Equal(t, 3, cs.Waiters)
+	assert.InDelta(t, 3, cs.AvgWaiters, 1e-9, "every sample's waiters, before and after the names")
+
+	// The kernel's trace copied a waiter's stack before the names arrived
+	// and before any sample saw a thread wait there; the samples after see
+	// it named. Its exact waits count at the named resource.
+	a = New()
+	for i := 0; i < 3; i++ {
+		th := thread(20, "srv", 'S', uint64(i), 0, 0)
+		if i > 0 {
+			th.Syscall, th.SyscallArgs = unix.SYS_FUTEX, [5]uint64{0x555500100040, 0x80, 2}
+			th.Stack = named
+		}
+		snap := liveSnap(i, []procfs.Thread{th})
+		if i == 0 {
+			snap.FutexTrace = &snapshot.FutexTrace{Elapsed: time.Second, Calls: 50, Exact: true, Traced: 50, TracedShare: 1,
+				Futexes: []snapshot.TracedFutex{{Address: 0x555500100040, Kind: snapshot.FutexLock, Op: "FUTEX_WAIT_PRIVATE", Waits: 50, Traced: 50,
+					Total: 200 * time.Millisecond, TIDs: []int{20}, Stacks: [][]symbolize.StackFrame{unnamed}}}}
+		} else {
+			snap.Futexes = []procfs.FutexWait{{Address: 0x555500100040, Kind: procfs.FutexLock, Op: "FUTEX_WAIT_PRIVATE", Value: 2, TIDs: []int{20}}}
+		}
+		a.Add(snap)
+	}
+	s = a.Summary()
+	require.Len(t, s.ContentionSites, 1, "%+v", s.ContentionSites)
+	cs = s.ContentionSites[0]
+	assert.Equal(t, "mutex|srv|append_log ← commit", cs.ID)
+	require.NotNil(t, cs.Exact)
+	assert.InDelta(t, 50, cs.Exact.Waits, 1e-9, "the waits traced before the names")
 }

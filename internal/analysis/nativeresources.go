@@ -74,6 +74,10 @@ type nativeWaits struct {
 	// waiters are idle for the rest of the run (openGates).
 	gates     map[string]bool
 	gateWords map[uint64]bool
+	// sitePCs is the resource of each wait site seen, by process and its
+	// frames' program counters (up to maxWordSites): a site named better
+	// mid-run keeps one resource (renameSite).
+	sitePCs map[sitePCKey]string
 }
 
 // maxWordSites bounds nativeWaits.siteOfWord.
@@ -519,6 +523,21 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 		pools   map[string]int
 		stack   int // index in s.Threads of a waiter with a stack, -1 without
 	}
+	// Sites named better since they were first seen take their better
+	// names first: twice over, so that a verdict under the worse name
+	// counts at the better whatever the threads' order.
+	for pass := 0; pass < 2; pass++ {
+		for i, v := range verdicts {
+			if v == nil || v.resource == "" {
+				continue
+			}
+			pid := s.Threads[i].PID
+			if pid == 0 {
+				pid = s.Target.PID
+			}
+			a.renameSite(pid, v)
+		}
+	}
 	now := map[*nativeSiteAgg]*acc{}
 	for i, v := range verdicts {
 		if v == nil || v.resource == "" {
@@ -628,6 +647,104 @@ func (nw *nativeWaits) site(v *nativeVerdict, limit int) *nativeSiteAgg {
 	}
 	nw.sites[v.resource] = sa
 	return sa
+}
+
+// sitePCKey is a wait site in one process by its frames' program
+// counters.
+type sitePCKey struct {
+	pid int
+	pcs [2]uint64
+}
+
+// unnamedFrames counts a site ID's frames named by module and offset.
+func unnamedFrames(id string) int { return strings.Count(id, "+0x") }
+
+// renameSite keeps one resource for a wait site whose frames were named
+// better during the run: a binary's function names can arrive mid-run
+// (debuginfod answers in the background), and its first samples then key
+// the site by module and offset ("server+0x4d740 ← server+0x4e100"), the
+// later ones by function ("lock_wait ← row_search"). The same program
+// counters in the same process are the same site: the resource counted so
+// far under the worse name takes the better one, its figures folded into
+// the better's; a verdict under the worse name (a thread whose stack was
+// not read again since) counts at the better.
+func (a *Aggregator) renameSite(pid int, v *nativeVerdict) {
+	nw := &a.native
+	if v.w.SitePCs[0] == 0 {
+		return
+	}
+	k := sitePCKey{pid, v.w.SitePCs}
+	known, ok := nw.sitePCs[k]
+	switch {
+	case !ok:
+		if nw.sitePCs == nil {
+			nw.sitePCs = map[sitePCKey]string{}
+		}
+		if len(nw.sitePCs) < maxWordSites {
+			nw.sitePCs[k] = v.resource
+		}
+		return
+	case known == v.resource:
+		return
+	case unnamedFrames(known) < unnamedFrames(v.resource):
+		v.resource = known
+		return
+	case unnamedFrames(v.resource) < unnamedFrames(known):
+		nw.sitePCs[k] = v.resource
+		a.foldSite(known, v)
+	}
+}
+
+// foldSite moves what the resource old counted to v's (made if missing):
+// its figures add up, its peaks take the larger, and what named old (the
+// lock table's sites, the words' sites, a gate) names v's.
+func (a *Aggregator) foldSite(old string, v *nativeVerdict) {
+	nw := &a.native
+	from := nw.sites[old]
+	if from == nil {
+		return
+	}
+	delete(nw.sites, old)
+	into := nw.site(v, a.opts.MaxLocks)
+	into.samples += from.samples
+	into.waiterSum += from.waiterSum
+	into.blocked += from.blocked
+	into.exactWaits += from.exactWaits
+	into.exactNanos += from.exactNanos
+	into.peakInstances = max(into.peakInstances, from.peakInstances)
+	into.maxOnOne = max(into.maxOnOne, from.maxOnOne)
+	for addr := range from.addrs {
+		if !into.addrs[addr] {
+			into.instanceCount++
+			if len(into.addrs) < maxSiteInstances {
+				into.addrs[addr] = true
+			}
+		}
+	}
+	into.instanceCount += max(0, from.instanceCount-len(from.addrs)) // beyond the bound: counted, not kept
+	if from.peakWaiters > into.peakWaiters {
+		into.peakWaiters, into.waiterNames, into.waiterStack = from.peakWaiters, from.waiterNames, from.waiterStack
+		into.pool, into.poolThreads, into.poolWaiting = from.pool, from.poolThreads, from.poolWaiting
+	}
+	for h, n := range from.holders {
+		into.holders.inc(h, n)
+	}
+	if into.line == "" {
+		into.line = from.line
+	}
+	for _, la := range a.locks {
+		if la.nativeSite == old {
+			la.nativeSite = v.resource
+		}
+	}
+	for w, id := range nw.siteOfWord {
+		if id == old {
+			nw.siteOfWord[w] = v.resource
+		}
+	}
+	if nw.gates[old] {
+		nw.gates[v.resource] = true
+	}
 }
 
 // noteLast keeps the sample's verdicts for waits[].
@@ -881,7 +998,7 @@ type ExactResourceWaits struct {
 // addExactToResources shares one traced futex's counted waits among the
 // resources its copied stacks name by the wait rule; a futex without
 // stacks counts at the resource its waiters' sampled stacks named.
-func (a *Aggregator) addExactToResources(f *snapshot.TracedFutex) {
+func (a *Aggregator) addExactToResources(f *snapshot.TracedFutex, pid int) {
 	nw := &a.native
 	nanos := 0.0
 	if f.Traced > 0 {
@@ -922,6 +1039,12 @@ func (a *Aggregator) addExactToResources(f *snapshot.TracedFutex) {
 		if w.Verdict != nativewait.Contention || w.Site == "" {
 			continue
 		}
-		add(siteID(string(w.Kind), w.Module, w.Site), string(w.Kind), share)
+		// A stack copied before its binary's names arrived counts at the
+		// site's better name, and one copied after renames the site
+		// (renameSite), whichever of the samples and the trace saw the
+		// site first.
+		v := &nativeVerdict{w: w, resource: siteID(string(w.Kind), w.Module, w.Site)}
+		a.renameSite(pid, v)
+		add(v.resource, string(w.Kind), share)
 	}
 }

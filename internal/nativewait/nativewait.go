@@ -98,6 +98,10 @@ type Wait struct {
 	// SiteLine is the source position of the site's first frame
 	// ("lock.c:42") where its binary has a line table, "" otherwise.
 	SiteLine string
+	// SitePCs are the program counters of the site's frames: the site in
+	// one process whatever its frames are named (a binary's names can
+	// arrive mid-run, from debuginfod).
+	SitePCs [siteFrames]uint64
 	// Entry is the thread's start routine (its outermost frame of the
 	// program's code), "" without a stack.
 	Entry string
@@ -122,7 +126,7 @@ func Classify(t Thread) Wait {
 	var sh shape
 	if len(t.Stack) > 0 {
 		sh = readShape(t.Stack, t.Trampolines)
-		w.Site, w.Module, w.Entry, w.SiteLine = sh.site, sh.module, sh.entry, sh.siteLine
+		w.Site, w.Module, w.Entry, w.SiteLine, w.SitePCs = sh.site, sh.module, sh.entry, sh.siteLine, sh.sitePCs
 	}
 	switch call {
 	case callFutex, callSemop:

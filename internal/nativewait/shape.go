@@ -14,8 +14,10 @@ type shape struct {
 	// module the first one's module; entry the thread's start routine,
 	// loop the run loop (the entry, or the function it calls).
 	site, module, entry, loop string
-	// siteLine is the site's first frame's source position.
+	// siteLine is the site's first frame's source position, sitePCs its
+	// frames' program counters.
 	siteLine string
+	sitePCs  [siteFrames]uint64
 	// work is the outermost frame of work between the loop and the wait
 	// when the wait is not idle.
 	work string
@@ -266,6 +268,9 @@ func readShape(st []symbolize.StackFrame, tr *Trampolines) shape {
 	}
 	prog := st[top : bottom+1] // the program's frames, the site first, the entry last
 	s.site = JoinFrames(prog[:min(len(prog), siteFrames)])
+	for i := range prog[:min(len(prog), siteFrames)] {
+		s.sitePCs[i] = prog[i].PC
+	}
 	s.module = prog[0].Module
 	s.siteLine = prog[0].FileLine()
 	s.loop = prog[len(prog)-1].Name()

@@ -1,24 +1,19 @@
 package symbolize_test
 
 import (
-	"bytes"
 	"debug/elf"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ctprof/ctprof/internal/debuginfod"
 	"github.com/ctprof/ctprof/internal/procfs"
 	"github.com/ctprof/ctprof/internal/symbolize"
+	"github.com/ctprof/ctprof/internal/testdebuginfod"
 	"github.com/ctprof/ctprof/internal/testnative"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -143,8 +138,8 @@ func TestStrippedBinaryNamedByDebuginfod(t *testing.T) {
 	f.Close()
 	require.NotEmpty(t, id)
 
-	url := startDebuginfod(t, served)
-	waitServed(t, url, id)
+	url := testdebuginfod.Start(t, served)
+	testdebuginfod.WaitServed(t, url, id)
 	cache := t.TempDir()
 	c := debuginfod.New(debuginfod.Options{URLs: []string{url}, CacheDir: cache, Timeout: 10 * time.Second, Verify: symbolize.VerifyDebugFile})
 	defer c.Close()
@@ -176,7 +171,7 @@ func TestStrippedBinaryNamedByDebuginfod(t *testing.T) {
 
 	// A server without the file: module+offset stays, and the reason is
 	// told once.
-	empty := startDebuginfod(t, t.TempDir())
+	empty := testdebuginfod.Start(t, t.TempDir())
 	c2 := debuginfod.New(debuginfod.Options{URLs: []string{empty}, CacheDir: t.TempDir(), Timeout: 10 * time.Second, Verify: symbolize.VerifyDebugFile})
 	defer c2.Close()
 	symbolize.SetDebuginfod(c2)
@@ -198,72 +193,6 @@ func TestStrippedBinaryNamedByDebuginfod(t *testing.T) {
 	assert.Empty(t, u2.Refresh(), "told once")
 	chain := frameNames(blockedThreads(t, p2.PID, u2, mem2, stacksProgramThreads)["deep"].Stack)
 	assert.NotContains(t, chain, "level_c")
-}
-
-// startDebuginfod runs debuginfod on a free port over dir (ELF/DWARF
-// files) until the test ends, and returns its URL.
-func startDebuginfod(t *testing.T, dir string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(tool(t, "debuginfod"), "-F", "-p", fmt.Sprint(port), "-d", filepath.Join(t.TempDir(), "db.sqlite"), "-t", "1", "-g", "0", dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	require.NoError(t, cmd.Start())
-	pid := cmd.Process.Pid
-	t.Cleanup(func() {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("debuginfod's log:\n%s", log.String())
-		}
-	})
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	waitListening(t, url)
-	return url
-}
-
-// waitListening waits until the server answers HTTP at all (any status):
-// a test that asks it for a missing file must hear its 404, not a refused
-// connection from a server still starting on a busy machine.
-func waitListening(t *testing.T, url string) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(url + "/metrics")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("debuginfod did not answer within 60 s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// waitServed waits until the server has indexed the debug file of id.
-func waitServed(t *testing.T, url, id string) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(url + "/buildid/" + id + "/debuginfo") // it answers GET only
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("debuginfod did not serve build-id %s within 60 s (last: %v)", id, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // Frames carry the file and line of their address where the binary (or
