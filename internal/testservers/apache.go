@@ -49,19 +49,28 @@ const (
 	apacheFileConns = 8  // ab's connections fetching the large file
 )
 
+// apacheBinaries is the apache2 server and its load generator, ab, or the
+// test fails saying which package to install.
+func apacheBinaries(t testing.TB) (bin, ab string) {
+	t.Helper()
+	bin = "/usr/sbin/apache2"
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s is missing: apt-get install apache2 apache2-utils (scripts/deps.sh installs them)", bin)
+	}
+	var err error
+	ab, err = exec.LookPath("ab")
+	if err != nil {
+		t.Fatalf("ab is not installed: apt-get install apache2-utils (scripts/deps.sh installs it)")
+	}
+	return bin, ab
+}
+
 // StartApache starts apache2 with the event MPM on a free port of
 // 127.0.0.1, loads it with ab until its workers serve the load, and returns
 // its child process with its labels.
 func StartApache(t testing.TB) *Server {
 	t.Helper()
-	bin := "/usr/sbin/apache2"
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s is missing: apt-get install apache2 apache2-utils (scripts/deps.sh installs them)", bin)
-	}
-	ab, err := exec.LookPath("ab")
-	if err != nil {
-		t.Fatalf("ab is not installed: apt-get install apache2-utils (scripts/deps.sh installs it)")
-	}
+	bin, ab := apacheBinaries(t)
 	dir := apacheDir(t)
 	port := freePort(t)
 	conf := filepath.Join(dir, "httpd.conf")

@@ -46,14 +46,7 @@ type PreforkServer struct {
 // turn on the accept mutex) until the test ends.
 func StartApachePrefork(t testing.TB, conns int) *PreforkServer {
 	t.Helper()
-	bin := "/usr/sbin/apache2"
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s is missing: apt-get install apache2 apache2-utils (scripts/deps.sh installs them)", bin)
-	}
-	ab, err := exec.LookPath("ab")
-	if err != nil {
-		t.Fatalf("ab is not installed: apt-get install apache2-utils (scripts/deps.sh installs it)")
-	}
+	bin, ab := apacheBinaries(t)
 	dir := apacheDir(t)
 	port, statusPort := freePort(t), freePort(t)
 	conf := filepath.Join(dir, "httpd.conf")
