@@ -54,6 +54,10 @@ need debuginfod debuginfod
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || missing_pkgs+=(postgresql)
 need pgbench postgresql-client
 need /usr/sbin/nginx nginx
+# PHP-FPM behind nginx: a pool of processes whose requests of one session
+# queue on the session file's lock (flock), a file lock across processes
+# (internal/cli/filelock_test.go); php-fpm8.2 lives in /usr/sbin
+compgen -G '/usr/sbin/php-fpm*' >/dev/null || missing_pkgs+=(php-fpm)
 [ -x "$JDK17_HOME/bin/javac" ] && [ -x "$JDK17_HOME/bin/jcmd" ] || missing_pkgs+=(openjdk-17-jdk-headless)
 
 if [ ${#missing_pkgs[@]} -gt 0 ]; then

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"github.com/ctprof/ctprof/internal/nativewait"
 	"regexp"
 	"slices"
 	"sort"
@@ -95,8 +96,10 @@ func resourceFindings(s *Summary) (out []Finding, covered map[string]bool) {
 	for _, cs := range s.ContentionSites {
 		if cs.Native {
 			// A condition's waiters have no lock instance to speak for
-			// them; a mutex's one instance does (futexFinding).
-			if cs.Striped || cs.Instances <= 1 && !cs.Ownerless {
+			// them; a mutex's one instance does (futexFinding). A file
+			// lock has no entry in the lock table: its resource speaks
+			// for it.
+			if cs.Striped || cs.Instances <= 1 && !cs.Ownerless && cs.Kind != string(nativewait.FileLock) {
 				continue
 			}
 			if f, ok := nativeResourceFinding(cs, s); ok {

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,7 +136,13 @@ type nativeSiteAgg struct {
 	// line is the site's source position, from the latest waiter with
 	// one.
 	line string
+	// files are the paths of the files a file lock's waiters waited to
+	// lock, the first maxSiteFiles seen.
+	files []string
 }
+
+// maxSiteFiles bounds nativeSiteAgg.files.
+const maxSiteFiles = 8
 
 // maxNativeSites bounds the native resource table; maxNativeCache the
 // verdict cache (rebuilt every sample from the threads it saw).
@@ -219,6 +226,8 @@ func (a *Aggregator) classifyNative(s *snapshot.Snapshot) []*nativeVerdict {
 		addr := uint64(0)
 		if t.Syscall == unix.SYS_FUTEX {
 			addr = t.SyscallArgs[0]
+		} else if c.w.Kind == nativewait.FileLock {
+			addr = t.Locked.ID // the file's identity: one file for every process that locks it
 		}
 		buf[i] = nativeVerdict{w: c.w, addr: addr, resource: c.resource, kernel: c.kernel}
 		out[i] = &buf[i]
@@ -435,7 +444,7 @@ func (a *Aggregator) nativeVerdictOf(t *procfs.Thread, slot *nativeSlot, jvm boo
 		if slot.key == k && slot.gen == nw.tramp.Gen {
 			return slot.c
 		}
-		in := nativewait.Thread{State: t.State, Syscall: t.Syscall, Args: t.SyscallArgs, WChan: t.WChan, FutexKind: kindOf(t.TID), Stack: t.Stack, FromJava: jvm, Events: t.Events, Trampolines: &nw.tramp}
+		in := nativewait.Thread{State: t.State, Syscall: t.Syscall, Args: t.SyscallArgs, WChan: t.WChan, FutexKind: kindOf(t.TID), Stack: t.Stack, FromJava: jvm, Events: t.Events, LockedPath: t.Locked.Path, Trampolines: &nw.tramp}
 		c := nativeCached{w: nativewait.Classify(in)}
 		if c.w.Verdict == nativewait.Contention && c.w.Site != "" {
 			c.resource = siteID(string(c.w.Kind), c.w.Module, c.w.Site)
@@ -465,7 +474,7 @@ func (a *Aggregator) nativeVerdictOf(t *procfs.Thread, slot *nativeSlot, jvm boo
 	} else if jvm {
 		return nativeCached{} // the JVM's own wait: the dump judges it
 	} else {
-		c.w = nativewait.Classify(nativewait.Thread{State: t.State, Syscall: t.Syscall, Args: t.SyscallArgs, WChan: t.WChan, FutexKind: kindOf(t.TID), FromJava: jvm, Events: t.Events})
+		c.w = nativewait.Classify(nativewait.Thread{State: t.State, Syscall: t.Syscall, Args: t.SyscallArgs, WChan: t.WChan, FutexKind: kindOf(t.TID), FromJava: jvm, Events: t.Events, LockedPath: t.Locked.Path})
 		c.kernel = true
 	}
 	if c.w.Verdict == nativewait.Contention {
@@ -492,6 +501,9 @@ func (a *Aggregator) nativeResourceOf(w nativewait.Wait, futexes []snapshot.Fute
 // stands for the site.
 func nativeSiteID(w nativewait.Wait, futexes []snapshot.FutexWait, addr uint64) string {
 	site, module := w.Site, w.Module
+	if site == "" && w.Kind == nativewait.FileLock {
+		return lockKey(string(w.Kind), "", "file lock (no stack)")
+	}
 	if site == "" {
 		for _, fw := range futexes {
 			if fw.Address == addr {
@@ -559,6 +571,9 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 		if v.w.SiteLine != "" {
 			sa.line = v.w.SiteLine
 		}
+		if p := s.Threads[i].Locked.Path; p != "" && v.w.Kind == nativewait.FileLock {
+			sa.noteFile(p)
+		}
 		if v.addr != 0 {
 			// A wait on an event set (epoll) has no word.
 			c.perAddr[v.addr]++
@@ -620,6 +635,14 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 			}
 		}
 	}
+}
+
+// noteFile keeps a locked file's path among the first maxSiteFiles.
+func (sa *nativeSiteAgg) noteFile(path string) {
+	if len(sa.files) >= maxSiteFiles || slices.Contains(sa.files, path) {
+		return
+	}
+	sa.files = append(sa.files, path)
 }
 
 // site returns the resource of v, creating it and evicting the least
@@ -732,6 +755,9 @@ func (a *Aggregator) foldSite(old string, v *nativeVerdict) {
 	if into.line == "" {
 		into.line = from.line
 	}
+	for _, p := range from.files {
+		into.noteFile(p)
+	}
 	for _, la := range a.locks {
 		if la.nativeSite == old {
 			la.nativeSite = v.resource
@@ -798,6 +824,7 @@ func (a *Aggregator) nativeContentionSites() []ContentionSite {
 			Pool:          sa.pool, PoolThreads: sa.poolThreads, PoolWaiting: sa.poolWaiting,
 			OthersRun: []FrameCount{}, Holders: sa.holders.top(3),
 			WaiterStack: append([]string(nil), sa.waiterStack...),
+			Files:       append([]string(nil), sa.files...),
 		}
 		if n > 0 {
 			cs.AvgWaiters = round3(float64(sa.waiterSum) / float64(n))
@@ -863,7 +890,13 @@ func nativeResourceFinding(cs ContentionSite, s *Summary) (Finding, bool) {
 	summary += "."
 	ev := []string{fmt.Sprintf("resource %s at %s (module %s): %d distinct words over the run, at most %d at once, at most %d waiters on one",
 		cs.Kind, cs.WaitFrame, cs.Class, cs.Instances, cs.PeakInstances, cs.MaxInstanceWaiters)}
-	if cs.Instances == 0 && cs.PeakInstances == 0 {
+	if kind == nativewait.FileLock {
+		ev[0] = fmt.Sprintf("resource %s at %s (module %s): %s over the run, at most %d at once, at most %d waiters on one",
+			cs.Kind, cs.WaitFrame, cs.Class, plural(cs.Instances, "distinct file"), cs.PeakInstances, cs.MaxInstanceWaiters)
+		if len(cs.Files) > 0 {
+			ev = append(ev, "files locked: "+strings.Join(cs.Files, ", "))
+		}
+	} else if cs.Instances == 0 && cs.PeakInstances == 0 {
 		ev[0] = fmt.Sprintf("resource %s at %s (module %s): no futex word; its waiters sleep in epoll_wait on sets of the program's own wake-ups (a latch: a pipe, eventfd or signalfd that the waker writes to)",
 			cs.Kind, cs.WaitFrame, cs.Class)
 	}
@@ -903,7 +936,7 @@ func nativeResourceFinding(cs ContentionSite, s *Summary) (Finding, bool) {
 // "a condition (37 instances)".
 func nativeKindWords(k nativewait.Kind, instances int) string {
 	w := map[nativewait.Kind]string{nativewait.Mutex: "a mutex", nativewait.RWLock: "an rwlock", nativewait.Condition: "a condition",
-		nativewait.Semaphore: "a semaphore", nativewait.Futex: "a futex"}[k]
+		nativewait.Semaphore: "a semaphore", nativewait.Futex: "a futex", nativewait.FileLock: "a file lock"}[k]
 	if w == "" {
 		w = "a futex"
 	}

@@ -302,6 +302,10 @@ type ContentionSite struct {
 	// with the most waiters, innermost frame first (at most 16 frames);
 	// absent when none was unwound.
 	WaiterStack []string `json:"waiter_stack,omitempty"`
+	// Files are the files a native file lock's waiters waited to lock
+	// (their descriptors' paths, the first 8 seen); absent for other
+	// kinds.
+	Files []string `json:"files,omitempty"`
 }
 
 // FrameCount is a frame and the number of samples that showed it.

@@ -9,8 +9,9 @@
 // and the wait: below the waiting machinery, the program's frames are at
 // most its start routine and one loop it calls, or functions of one C++
 // class. Any deeper wait is called from inside work and is contention. A
-// thread queued on a mutex or an rwlock waits for the thread that holds it
-// and is contention wherever it is (unless its holder holds the mutex
+// thread queued on a mutex, an rwlock or a file lock (flock, fcntl's
+// F_SETLKW) waits for the thread or process that holds it and is
+// contention wherever it is (unless its holder holds the mutex
 // across its own idle wait for input: a gate, which the aggregator tells
 // from the holder's stack and the mutex's memory, analysis.openGates).
 //
@@ -49,11 +50,15 @@ const (
 	// Futex is a raw futex: the program's own protocol on a futex word,
 	// reached through no primitive ctprof can name.
 	Futex Kind = "futex"
+	// FileLock is a lock on a file (flock, fcntl's F_SETLKW, lockf): its
+	// waiters queue behind whoever holds it, another process or another
+	// open file description.
+	FileLock Kind = "filelock"
 )
 
 // Queues reports a kind whose waiters queue behind a holder: contention
 // wherever they wait.
-func (k Kind) Queues() bool { return k == Mutex || k == RWLock }
+func (k Kind) Queues() bool { return k == Mutex || k == RWLock || k == FileLock }
 
 // Thread is what the rule reads of one blocked thread.
 type Thread struct {
@@ -80,6 +85,9 @@ type Thread struct {
 	// watches (procfs.EpollSet): a set of only the program's own
 	// wake-ups is ruled like a condition.
 	Events procfs.EventSet
+	// LockedPath is the file a thread blocked in a file-lock call waits
+	// to lock (procfs.LockedFile.Path), "" when unknown.
+	LockedPath string
 	// Trampolines are the program's own thread-start frames, by name:
 	// frames at the bottom of threads that go on into different start
 	// routines (Trampolines.Note learns them from a process's stacks).
@@ -128,10 +136,19 @@ func Classify(t Thread) Wait {
 		sh = readShape(t.Stack, t.Trampolines)
 		w.Site, w.Module, w.Entry, w.SiteLine, w.SitePCs = sh.site, sh.module, sh.entry, sh.siteLine, sh.sitePCs
 	}
+	if _, ok := procfs.FileLockWait(t.Syscall, t.Args); ok {
+		call = callFileLock
+	}
 	switch call {
 	case callFutex, callSemop:
 		w.Kind = kindOf(sh, t, call)
 		w.Verdict, w.Reason = futexVerdict(w.Kind, sh, t)
+	case callFileLock:
+		// Whatever the functions around it are named for (a wrapper
+		// named lock_file reads as a mutex's), the kernel queues it on a
+		// file's lock.
+		w.Kind = FileLock
+		w.Verdict, w.Reason = fileLockVerdict(sh, t)
 	case callSleep:
 		w.Verdict, w.Reason = Sleep, "in "+syscallName(t.Syscall)
 	case callEvent:
@@ -167,6 +184,19 @@ func ioVerdict(sh shape, t Thread) (string, string) {
 		return Idle, "in " + syscallName(t.Syscall) + " at the top of its run loop " + sh.loopName() + ": waits for its next input"
 	}
 	return IO, "in " + syscallName(t.Syscall) + ": waits for I/O"
+}
+
+// fileLockVerdict is the rule for a wait on a file lock: queued behind
+// its holder, contention wherever it is, as a mutex's waiter.
+func fileLockVerdict(sh shape, t Thread) (string, string) {
+	r := "queued on a file lock (" + syscallName(t.Syscall) + ") another process or descriptor holds"
+	if t.LockedPath != "" {
+		r += ", on " + t.LockedPath
+	}
+	if sh.site != "" {
+		r += ", at " + sh.site
+	}
+	return Contention, r
 }
 
 // futexVerdict is the rule for a wait on a futex or semaphore.
@@ -271,6 +301,8 @@ func kindWords(k Kind) string {
 		return "a condition"
 	case Semaphore:
 		return "a semaphore"
+	case FileLock:
+		return "a file lock"
 	}
 	return "a futex"
 }
@@ -310,6 +342,7 @@ const (
 	callOther   callClass = iota
 	callFutex             // another thread's futex wake
 	callSemop             // a System V semaphore
+	callFileLock          // a file's lock (flock, fcntl F_SETLKW)
 	callSleep             // time
 	callEvent             // any of many events: epoll, select, accept, signals
 	callPoll              // poll: many descriptors (events) or one (I/O)

@@ -63,6 +63,9 @@ type Thread struct {
 	// Events says what the epoll set a thread blocked in epoll_wait
 	// waits on watches (EpollSet); EventsUnread otherwise.
 	Events EventSet
+	// Locked is the file a thread blocked in a file-lock call waits to
+	// lock (FileLockWait, LockedFileOf); zero otherwise.
+	Locked LockedFile
 }
 
 // Markers of Thread.Syscall.

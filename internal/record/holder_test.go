@@ -33,3 +33,25 @@ func TestHolderRoundTripAndVersion10(t *testing.T) {
 		assert.Equal(t, &want, got[0].Futexes[0].Holder, "version %d", version)
 	}
 }
+
+// The file a file-lock waiter waits for survives the round trip from
+// version 12 on; a version 11 file reads the thread without it.
+func TestLockedFileRoundTripAndVersion11(t *testing.T) {
+	locked := procfs.LockedFile{Path: "/var/lib/php/sessions/sess_\x1b[2Jx", ID: procfs.FileIDBit | 27<<40 | 9978555}
+	snaps := []*snapshot.Snapshot{{
+		Time:    time.Unix(1, 0),
+		Threads: []snapshot.OSThread{{TID: 10, Name: "php-fpm8.2", State: 'S', Syscall: 73, SyscallArgs: [5]uint64{5, 2}, Locked: locked}, {TID: 11, Name: "php-fpm8.2", State: 'S', Syscall: 232}},
+	}}
+	for _, version := range []byte{11, FormatVersion} {
+		got, r := recordAtVersion(t, version, snaps...)
+		assert.Empty(t, r.Warnings(), "version %d", version)
+		require.Len(t, got, 1)
+		require.Len(t, got[0].Threads, 2)
+		want := locked
+		if version < 12 {
+			want = procfs.LockedFile{}
+		}
+		assert.Equal(t, want, got[0].Threads[0].Locked, "version %d", version)
+		assert.Zero(t, got[0].Threads[1].Locked, "version %d", version)
+	}
+}

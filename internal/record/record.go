@@ -40,9 +40,10 @@ import (
 // system call (the native wait rule tells waits on one word apart by
 // them); version 10 each thread's process in a tree of processes, what
 // the epoll set it waits on watches, and each native frame's file and
-// line; version 11 the system call a mutex's holder held it across.
+// line; version 11 the system call a mutex's holder held it across;
+// version 12 the file a thread blocked in a file-lock call waits to lock.
 // Older files are still read (what they lack reads as zero or empty).
-const FormatVersion = 11
+const FormatVersion = 12
 
 // Magic starts every recording; the version byte follows it.
 const Magic = "CTPROF-RECORDING\n"

@@ -361,6 +361,10 @@ func decodeThreads(d *decoder, s *snapshot.Snapshot, prev threadState, key bool)
 			t.PID = d.int()
 			t.Events = procfs.EventSet(d.byte())
 		}
+		if d.version >= 12 {
+			t.Locked.Path = d.str()
+			t.Locked.ID = d.uvarint()
+		}
 		if d.version >= 6 {
 			t.Stack = decodeStack(d, p.Stack, known)
 		}
@@ -519,6 +523,12 @@ func encodeThread(e *encoder, t, p *procfs.Thread, known bool) {
 		// watches: the wait rule reads both.
 		e.int(t.PID)
 		e.byte(byte(t.Events))
+	}
+	if e.version >= 12 {
+		// The file a file-lock waiter waits for: the wait rule's
+		// resource across the processes that lock it.
+		e.str(t.Locked.Path)
+		e.uvarint(t.Locked.ID)
 	}
 	if e.version >= 6 {
 		encodeStack(e, t.Stack, p.Stack, known)

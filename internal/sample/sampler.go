@@ -171,6 +171,9 @@ type Sampler struct {
 	// events are the epoll sets of the previous sample's threads
 	// (eventsets.go).
 	events map[int]cachedEvents
+	// locked are the files the previous sample's threads waited to lock
+	// (lockedfiles.go).
+	locked map[int]cachedLock
 	// tree samples the target's descendants with it (tree.go); nil
 	// for one process.
 	tree *treeState
@@ -441,6 +444,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	// waits for work with the lock held: analysis.openGates).
 	s.mem.ConfirmHolders(snap.Futexes)
 	s.readEventSets(threads)
+	s.readLockedFiles(threads)
 	if s.tree == nil {
 		// A tree's are read once its processes' threads are in.
 		s.readExactWaits(snap, threads)

@@ -57,12 +57,7 @@ func apacheBinaries(t testing.TB) (bin, ab string) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s is missing: apt-get install apache2 apache2-utils (scripts/deps.sh installs them)", bin)
 	}
-	var err error
-	ab, err = exec.LookPath("ab")
-	if err != nil {
-		t.Fatalf("ab is not installed: apt-get install apache2-utils (scripts/deps.sh installs it)")
-	}
-	return bin, ab
+	return bin, lookAB(t)
 }
 
 // StartApache starts apache2 with the event MPM on a free port of

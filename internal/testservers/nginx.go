@@ -33,12 +33,19 @@ type Nginx struct {
 // stops it by its pid when the test ends.
 func StartNginx(t testing.TB, workers int) *Nginx {
 	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte(strings.Repeat("ctprof ", 100)), 0o644))
+	return startNginx(t, workers, dir, "")
+}
+
+// startNginx starts nginx over root (its temporary files there too), with
+// locations (nginx configuration) in its server beside the files.
+func startNginx(t testing.TB, workers int, dir, locations string) *Nginx {
+	t.Helper()
 	bin := "/usr/sbin/nginx"
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("nginx is not installed: apt-get install nginx (scripts/deps.sh installs it)")
 	}
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte(strings.Repeat("ctprof ", 100)), 0o644))
 	port := freePort(t)
 	conf := `daemon off;
 master_process on;
@@ -56,6 +63,7 @@ http {
 	server {
 		listen 127.0.0.1:` + strconv.Itoa(port) + `;
 		root ` + dir + `;
+` + locations + `
 	}
 }
 `
@@ -97,13 +105,20 @@ http {
 	}
 }
 
-// StartAB loads addr with ab: conns keep-alive connections for at most
-// seconds; killed when the test ends.
-func StartAB(t testing.TB, addr string, conns, seconds int) *Load {
+// lookAB is ab, Apache's HTTP load generator, or the test fails saying
+// which package to install.
+func lookAB(t testing.TB) string {
 	t.Helper()
 	ab, err := exec.LookPath("ab")
 	if err != nil {
 		t.Fatalf("ab is not installed: apt-get install apache2-utils (scripts/deps.sh installs it)")
 	}
-	return startLoad(t, exec.Command(ab, "-q", "-r", "-k", "-c", strconv.Itoa(conns), "-t", strconv.Itoa(seconds), "-n", "50000000", "http://"+addr+"/index.html"))
+	return ab
+}
+
+// StartAB loads addr with ab: conns keep-alive connections for at most
+// seconds; killed when the test ends.
+func StartAB(t testing.TB, addr string, conns, seconds int) *Load {
+	t.Helper()
+	return startLoad(t, exec.Command(lookAB(t), "-q", "-r", "-k", "-c", strconv.Itoa(conns), "-t", strconv.Itoa(seconds), "-n", "50000000", "http://"+addr+"/index.html"))
 }

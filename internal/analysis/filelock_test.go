@@ -1,0 +1,61 @@
+package analysis
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/symbolize"
+)
+
+// Workers of a tree of processes queued on one file's lock, each through
+// a descriptor of its own (another number in each process): one resource,
+// one instance (the file), named by its path; a waiter whose stack was not
+// read takes its verdict from a waiter on the same file; and a finding
+// speaks for the resource, which has no entry in the lock table.
+func TestNativeFileLockAcrossProcesses(t *testing.T) {
+	st := []symbolize.StackFrame{
+		{PC: 0x7f0000001000, Module: "libc.so.6", Function: "flock", Offset: 0xb},
+		{PC: 0x555500001200, Module: "srv", Function: "take_journal", Offset: 0x12},
+		{PC: 0x555500001300, Module: "srv", Function: "append_entry", Offset: 0x20},
+		{PC: 0x555500001400, Module: "srv", Function: "worker_main", Offset: 0x40},
+		{PC: 0x7f0000002000, Module: "libc.so.6", Function: "__libc_start_call_main", Offset: 0x10},
+		{PC: 0x7f0000003000, Module: "libc.so.6", Function: "__libc_start_main", Offset: 0x10},
+		{PC: 0x555500000100, Module: "srv", Function: "_start", Offset: 0x20},
+	}
+	journal := procfs.LockedFile{Path: "/var/lib/srv/journal", ID: procfs.FileIDBit | 27<<40 | 4242}
+	a := New()
+	for i := 0; i < 4; i++ {
+		var threads []procfs.Thread
+		for w := 0; w < 4; w++ {
+			th := thread(100+w, "srv: worker", 'S', uint64(i), 0, 0)
+			th.PID = 100 + w
+			th.Syscall, th.SyscallArgs, th.Locked = unix.SYS_FLOCK, [5]uint64{uint64(3 + w), unix.LOCK_EX}, journal
+			if w < 3 {
+				th.Stack = st
+			}
+			threads = append(threads, th)
+		}
+		a.Add(liveSnap(i, threads))
+	}
+	s := a.Summary()
+	require.Len(t, s.ContentionSites, 1, "%+v", s.ContentionSites)
+	cs := s.ContentionSites[0]
+	assert.Equal(t, "filelock|srv|take_journal ← append_entry", cs.ID)
+	assert.Equal(t, "filelock", cs.Kind)
+	assert.Equal(t, 1, cs.Instances, "one file, whatever each process's descriptor")
+	assert.Equal(t, 4, cs.Waiters, "the waiter without a stack queues on the same file")
+	assert.Equal(t, []string{journal.Path}, cs.Files)
+	var f *Finding
+	for i := range s.Findings {
+		if s.Findings[i].Subject == "resource "+cs.ID {
+			f = &s.Findings[i]
+		}
+	}
+	require.NotNil(t, f, "a finding for the file lock: %+v", s.Findings)
+	assert.Contains(t, f.Summary, "on a file lock")
+	assert.Contains(t, f.Evidence, "files locked: "+journal.Path)
+}

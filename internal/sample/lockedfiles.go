@@ -1,0 +1,58 @@
+package sample
+
+import (
+	"github.com/ctprof/ctprof/internal/procfs"
+	"github.com/ctprof/ctprof/internal/snapshot"
+)
+
+// Locked files. A native thread blocked in flock or fcntl(F_SETLKW) queues
+// for a lock on a file; which file (its path and identity) makes the
+// waits of many processes one resource. It is read once per wait, as an
+// epoll set is: a thread that has not moved since (stackKey) keeps it.
+
+type cachedLock struct {
+	key  stackKey
+	fd   int
+	file procfs.LockedFile
+}
+
+// maxLockReadsPerTick bounds the descriptors read afresh in one sample;
+// the rest are read in the next samples.
+const maxLockReadsPerTick = 2048
+
+// readLockedFiles fills Locked for the threads blocked in a file-lock
+// call.
+func (s *Sampler) readLockedFiles(threads []snapshot.OSThread) {
+	if s.target.Kind != snapshot.KindNative {
+		return
+	}
+	prev := s.locked
+	var next map[int]cachedLock
+	fresh := 0
+	for i := range threads {
+		t := &threads[i]
+		t.Locked = procfs.LockedFile{}
+		if !t.Sleeping() {
+			continue
+		}
+		fd, ok := procfs.FileLockWait(t.Syscall, t.SyscallArgs)
+		if !ok {
+			continue
+		}
+		key := stackKey{start: t.StartTime, sp: t.SyscallSP, pc: t.SyscallPC, voluntary: t.Voluntary}
+		if c, ok := prev[t.TID]; ok && c.key == key && c.fd == fd {
+			t.Locked = c.file
+		} else if fresh < maxLockReadsPerTick {
+			fresh++
+			t.Locked, _ = s.fs.LockedFileOf(s.opts.PID, fd)
+		}
+		if t.Locked == (procfs.LockedFile{}) {
+			continue
+		}
+		if next == nil {
+			next = map[int]cachedLock{}
+		}
+		next[t.TID] = cachedLock{key: key, fd: fd, file: t.Locked}
+	}
+	s.locked = next
+}
