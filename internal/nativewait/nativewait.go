@@ -339,15 +339,15 @@ func kindOf(sh shape, t Thread, call callClass) Kind {
 type callClass int
 
 const (
-	callOther   callClass = iota
-	callFutex             // another thread's futex wake
-	callSemop             // a System V semaphore
-	callFileLock          // a file's lock (flock, fcntl F_SETLKW)
-	callSleep             // time
-	callEvent             // any of many events: epoll, select, accept, signals
-	callPoll              // poll: many descriptors (events) or one (I/O)
-	callNone              // blocked outside a system call
-	callUnknown           // not read
+	callOther    callClass = iota
+	callFutex              // another thread's futex wake
+	callSemop              // a System V semaphore
+	callFileLock           // a file's lock (flock, fcntl F_SETLKW)
+	callSleep              // time
+	callEvent              // any of many events: epoll, select, accept, signals
+	callPoll               // poll: many descriptors (events) or one (I/O)
+	callNone               // blocked outside a system call
+	callUnknown            // not read
 )
 
 func callOf(nr int) callClass {
