@@ -10,7 +10,6 @@ import (
 	"github.com/ctprof/ctprof/internal/nativewait"
 	"github.com/ctprof/ctprof/internal/snapshot"
 	"github.com/ctprof/ctprof/internal/symbolize"
-	"golang.org/x/sys/unix"
 )
 
 // FutexHolder is the thread a native lock's own memory names as holding
@@ -217,11 +216,18 @@ func (a *Aggregator) noteSiteHolder(site string, fw snapshot.FutexWait, thread f
 	if t == nil {
 		return
 	}
+	sa.holders.inc(holderDoing(t), 1)
+}
+
+// holderDoing is what a native lock's holder does, for its resource's
+// holders: what the OS shows of it and, blocked, where its stack waits
+// ("in clock_nanosleep (hrtimer_nanosleep) at hold ← append_entry").
+func holderDoing(t *snapshot.OSThread) string {
 	_, act := holderActivity(t)
 	if ws := nativeWaitSite(t.Stack); ws != "" && t.State != 'R' {
 		act += " at " + ws
 	}
-	sa.holders.inc(act, 1)
+	return act
 }
 
 // asleepSeconds is the part of the interval dt that the thread ta spent
@@ -333,61 +339,8 @@ func futexName(symbol *string, class, address string) string {
 	return address
 }
 
-// syscallName names the system calls a lock holder is commonly seen in;
-// others by number.
-func syscallName(nr int) string {
-	switch nr {
-	case unix.SYS_READ:
-		return "read"
-	case unix.SYS_WRITE:
-		return "write"
-	case unix.SYS_PREAD64:
-		return "pread64"
-	case unix.SYS_PWRITE64:
-		return "pwrite64"
-	case unix.SYS_FUTEX:
-		return "futex"
-	case unix.SYS_NANOSLEEP:
-		return "nanosleep"
-	case unix.SYS_CLOCK_NANOSLEEP:
-		return "clock_nanosleep"
-	case unix.SYS_EPOLL_PWAIT:
-		return "epoll_pwait"
-	case unix.SYS_PPOLL:
-		return "ppoll"
-	case unix.SYS_PSELECT6:
-		return "pselect6"
-	case unix.SYS_RECVFROM:
-		return "recvfrom"
-	case unix.SYS_SENDTO:
-		return "sendto"
-	case unix.SYS_RECVMSG:
-		return "recvmsg"
-	case unix.SYS_SENDMSG:
-		return "sendmsg"
-	case unix.SYS_ACCEPT4:
-		return "accept4"
-	case unix.SYS_CONNECT:
-		return "connect"
-	case unix.SYS_OPENAT:
-		return "openat"
-	case unix.SYS_FSYNC:
-		return "fsync"
-	case unix.SYS_FDATASYNC:
-		return "fdatasync"
-	case unix.SYS_SCHED_YIELD:
-		return "sched_yield"
-	case unix.SYS_WAIT4:
-		return "wait4"
-	case unix.SYS_MMAP:
-		return "mmap"
-	case unix.SYS_MUNMAP:
-		return "munmap"
-	case unix.SYS_IO_URING_ENTER:
-		return "io_uring_enter"
-	}
-	return "system call " + strconv.Itoa(nr)
-}
+// syscallName names a system call as the wait rule's reasons do.
+func syscallName(nr int) string { return nativewait.SyscallName(nr) }
 
 // futexFinding describes a native lock hotspot: threads blocked in futex(2)
 // on one address that is not a condition variable. A lock with waiters in

@@ -604,6 +604,7 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 			}
 		}
 	}
+	a.noteFileLockHolders(s, verdicts)
 	for _, sa := range nw.sites {
 		sa.current = 0
 	}
@@ -633,6 +634,46 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 					sa.poolThreads++
 				}
 			}
+		}
+	}
+}
+
+// noteFileLockHolders counts what the holder of each file lock waited for
+// in the sample does, at its resource, once per file: the process
+// /proc/locks names as its holder (procfs.FileLockHolders), when that
+// process is one thread of the sample (a pool's worker). Of a process of
+// many threads the kernel does not say which holds it, and ctprof does not
+// guess.
+func (a *Aggregator) noteFileLockHolders(s *snapshot.Snapshot, verdicts []*nativeVerdict) {
+	type fileAt struct {
+		resource string
+		id       uint64
+	}
+	var seen map[fileAt]bool
+	var byPID map[int][]int // process → its threads' indexes in s.Threads
+	for i, v := range verdicts {
+		if v == nil || v.resource == "" || v.w.Kind != nativewait.FileLock {
+			continue
+		}
+		lf := s.Threads[i].Locked
+		k := fileAt{v.resource, lf.ID}
+		if lf.Holder <= 0 || seen[k] {
+			continue
+		}
+		if seen == nil {
+			seen, byPID = map[fileAt]bool{}, map[int][]int{}
+			for j := range s.Threads {
+				pid := s.Threads[j].PID
+				if pid == 0 {
+					pid = s.Target.PID
+				}
+				byPID[pid] = append(byPID[pid], j)
+			}
+		}
+		seen[k] = true
+		sa := a.native.sites[v.resource]
+		if ts := byPID[lf.Holder]; sa != nil && len(ts) == 1 {
+			sa.holders.inc(holderDoing(&s.Threads[ts[0]]), 1)
 		}
 	}
 }

@@ -80,8 +80,9 @@ func lockWaiters(t *testing.T, inodes ...uint64) (stop func() map[uint64]float64
 // file_locks.c: four workers flock one journal, three lockf one ledger,
 // each holding its lock for 20 ms): ctprof attach on the parent names one
 // resource per wait site, of kind filelock, on one file each, named by its
-// path; its average waiters agree with the kernel's /proc/locks, swept
-// every 5 ms in the same run, within 25 %; and a finding names each.
+// path, its holder sleeping out its hold; its average waiters agree with
+// the kernel's /proc/locks, swept every 5 ms in the same run, within 25 %;
+// and a finding names each.
 // Before, a thread in flock or fcntl(F_SETLKW) was "io" and no finding
 // told of the queue.
 func TestAttachFileLockQueues(t *testing.T) {
@@ -106,6 +107,9 @@ func TestAttachFileLockQueues(t *testing.T) {
 			Instances  int      `json:"instances"`
 			AvgWaiters float64  `json:"avg_waiters"`
 			Files      []string `json:"files"`
+			Holders    []struct {
+				Frame string `json:"frame"`
+			} `json:"holders"`
 		} `json:"contention_sites"`
 		Findings []struct {
 			Subject string `json:"subject"`
@@ -133,6 +137,11 @@ func TestAttachFileLockQueues(t *testing.T) {
 			assert.Equal(t, []string{want.file}, cs.Files)
 			require.Greater(t, want.waiters, 1.0, "the kernel saw a queue on %s", want.file)
 			assert.InEpsilon(t, want.waiters, cs.AvgWaiters, 0.25, "average waiters at %s against /proc/locks", cs.ID)
+			// The holder, a worker of one thread, sleeps out its hold
+			// with the file locked.
+			if assert.NotEmpty(t, cs.Holders, "the holders /proc/locks named at %s", cs.ID) {
+				assert.True(t, strings.HasPrefix(cs.Holders[0].Frame, "in clock_nanosleep"), cs.Holders[0].Frame)
+			}
 		}
 		assert.True(t, found, "a resource %s in %+v", want.id, doc.ContentionSites)
 		named := false
@@ -152,8 +161,8 @@ func TestAttachFileLockQueues(t *testing.T) {
 // clients of one session, each request holding the session's file locked
 // (PHP's session handler flocks it from session_start to the request's
 // end). ctprof attach on the master: the top resource is a file lock on
-// that session's file, with the pool's children as its waiters, and its
-// average waiters agree with /proc/locks within 25 %.
+// that session's file, with the pool's children as its waiters and as its
+// holders, and its average waiters agree with /proc/locks within 25 %.
 func TestAttachPHPSessionLock(t *testing.T) {
 	srv := testservers.StartPHPFPM(t, 6)
 	srv.StartSessionLoad(t, "ctprof", 8, 60)
@@ -181,6 +190,10 @@ func TestAttachPHPSessionLock(t *testing.T) {
 			AvgWaiters float64  `json:"avg_waiters"`
 			Pool       string   `json:"pool"`
 			Files      []string `json:"files"`
+			Holders    []struct {
+				Frame   string `json:"frame"`
+				Samples int    `json:"samples"`
+			} `json:"holders"`
 		} `json:"contention_sites"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
@@ -194,6 +207,8 @@ func TestAttachPHPSessionLock(t *testing.T) {
 	assert.Equal(t, 1, top.Instances)
 	assert.Equal(t, "php-fpm: pool www", top.Pool)
 	assert.InEpsilon(t, truth, top.AvgWaiters, 0.25, "average waiters against /proc/locks")
+	assert.NotEmpty(t, top.Holders, "the children that held the session, as /proc/locks named them")
+	t.Logf("holders: %+v", top.Holders)
 	if assert.NotNil(t, doc.Processes) {
 		assert.Equal(t, 7, doc.Processes.Last, "the master and its pool")
 	}

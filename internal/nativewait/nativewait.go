@@ -371,6 +371,10 @@ func callOf(nr int) callClass {
 	return callOther
 }
 
+// SyscallName names a system call for a reason (the common waits by
+// name, others by number).
+func SyscallName(nr int) string { return syscallName(nr) }
+
 // syscallName names a system call for a reason.
 func syscallName(nr int) string {
 	if n, ok := syscallNames[nr]; ok {
@@ -391,4 +395,6 @@ var syscallNames = map[int]string{
 	unix.SYS_IO_URING_ENTER: "io_uring_enter", unix.SYS_RT_SIGTIMEDWAIT: "rt_sigtimedwait", unix.SYS_RT_SIGSUSPEND: "rt_sigsuspend",
 	unix.SYS_PAUSE: "pause", unix.SYS_SEMOP: "semop", unix.SYS_SEMTIMEDOP: "semtimedop", unix.SYS_MSGRCV: "msgrcv",
 	unix.SYS_OPENAT: "openat", unix.SYS_FLOCK: "flock", unix.SYS_FCNTL: "fcntl", unix.SYS_SCHED_YIELD: "sched_yield",
+	unix.SYS_MMAP: "mmap", unix.SYS_MUNMAP: "munmap", unix.SYS_FTRUNCATE: "ftruncate", unix.SYS_FSTAT: "fstat",
+	unix.SYS_LSEEK: "lseek", unix.SYS_CLOSE: "close", unix.SYS_UNLINK: "unlink", unix.SYS_RENAME: "rename",
 }

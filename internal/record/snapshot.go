@@ -364,6 +364,7 @@ func decodeThreads(d *decoder, s *snapshot.Snapshot, prev threadState, key bool)
 		if d.version >= 12 {
 			t.Locked.Path = d.str()
 			t.Locked.ID = d.uvarint()
+			t.Locked.Holder = d.int()
 		}
 		if d.version >= 6 {
 			t.Stack = decodeStack(d, p.Stack, known)
@@ -525,10 +526,11 @@ func encodeThread(e *encoder, t, p *procfs.Thread, known bool) {
 		e.byte(byte(t.Events))
 	}
 	if e.version >= 12 {
-		// The file a file-lock waiter waits for: the wait rule's
-		// resource across the processes that lock it.
+		// The file a file-lock waiter waits for (the wait rule's
+		// resource across the processes that lock it) and who holds it.
 		e.str(t.Locked.Path)
 		e.uvarint(t.Locked.ID)
+		e.int(t.Locked.Holder)
 	}
 	if e.version >= 6 {
 		encodeStack(e, t.Stack, p.Stack, known)

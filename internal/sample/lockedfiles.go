@@ -55,4 +55,23 @@ func (s *Sampler) readLockedFiles(threads []snapshot.OSThread) {
 		next[t.TID] = cachedLock{key: key, fd: fd, file: t.Locked}
 	}
 	s.locked = next
+	if next != nil {
+		s.readLockHolders(threads)
+	}
+}
+
+// readLockHolders names the process holding each waited-for file's lock,
+// from /proc/locks, read afresh every sample: a lock changes hands between
+// two samples many times.
+func (s *Sampler) readLockHolders(threads []snapshot.OSThread) {
+	holders, err := s.fs.FileLockHolders()
+	if err != nil {
+		return // the holders stay unknown; the waits are what counts
+	}
+	for i := range threads {
+		t := &threads[i]
+		if t.Locked.ID != 0 {
+			t.Locked.Holder = holders[t.Locked.Inode()]
+		}
+	}
 }
