@@ -242,6 +242,59 @@ func (a *Aggregator) classifyNative(s *snapshot.Snapshot) []*nativeVerdict {
 	return out
 }
 
+// openFileGates opens the gates of file locks, by the rule of openGates:
+// the lock's holder, the process /proc/locks named on both sides of the
+// system call its main thread was blocked in (procfs.LockedFile.Across),
+// is one thread of the sample, idle by the rule at that very call, and
+// the call waits for input. Apache's prefork children with a file-based
+// accept mutex (Mutex flock or fcntl) queue so for their turn to poll.
+// Of a holder of many threads the kernel does not say which holds the
+// lock: no gate.
+func (a *Aggregator) openFileGates(s *snapshot.Snapshot, out []*nativeVerdict) {
+	nw := &a.native
+	var index, threadsOf map[int]int // tid → index in s.Threads; pid → its threads in the sample
+	for i, v := range out {
+		if v == nil || v.w.Kind != nativewait.FileLock || v.w.Verdict != nativewait.Contention {
+			continue
+		}
+		lf := s.Threads[i].Locked
+		h := lf.Across
+		if h == nil || lf.Holder <= 0 || lf.ID == 0 || nw.gateWords[lf.ID] || waitsForThread(h.Syscall) {
+			continue
+		}
+		if index == nil {
+			index, threadsOf = make(map[int]int, len(s.Threads)), map[int]int{}
+			for j := range s.Threads {
+				index[s.Threads[j].TID] = j
+				pid := s.Threads[j].PID
+				if pid == 0 {
+					pid = s.Target.PID
+				}
+				threadsOf[pid]++
+			}
+		}
+		j, ok := index[lf.Holder] // its main thread
+		if !ok || j >= len(a.os.cur) || threadsOf[lf.Holder] != 1 {
+			continue
+		}
+		if at := a.os.cur[j].nv.idleAt; at.syscall != h.Syscall || at.sp != h.SP || at.pc != h.PC {
+			continue
+		}
+		if nw.gateWords == nil {
+			nw.gates, nw.gateWords = map[string]bool{}, map[uint64]bool{}
+		}
+		if len(nw.gateWords) >= maxNativeSites {
+			return
+		}
+		nw.gateWords[lf.ID] = true
+		delete(nw.siteOfWord, lf.ID)
+		if v.resource != "" && v.w.Site != "" {
+			nw.gates[v.resource] = true
+			delete(nw.sites, v.resource)
+		}
+	}
+}
+
 // waitsForThread reports a system call that waits for another thread (a
 // futex, a semaphore), not for input. A gate's holder waits for input: a
 // holder seen in a condition's wait is no gate's, since pthread_cond_wait
@@ -320,15 +373,19 @@ func (a *Aggregator) openGates(s *snapshot.Snapshot, out []*nativeVerdict) {
 			}
 		}
 	}
+	a.openFileGates(s, out)
 	if len(nw.gateWords) == 0 {
 		return
 	}
 	for i, v := range out {
-		if v == nil || v.w.Verdict != nativewait.Contention || v.w.Kind != nativewait.Mutex || !nw.gateWords[v.addr] && !nw.gates[v.resource] {
+		if v == nil || v.w.Verdict != nativewait.Contention || v.w.Kind != nativewait.Mutex && v.w.Kind != nativewait.FileLock || !nw.gateWords[v.addr] && !nw.gates[v.resource] {
 			continue
 		}
 		v.w.Verdict = nativewait.Idle
 		v.w.Reason = "queued on a mutex that its holder holds across its own idle wait: a gate in front of the wait for work, not a lock around work"
+		if v.w.Kind == nativewait.FileLock {
+			v.w.Reason = "queued on a file lock that its holder holds across its own idle wait: a gate in front of the wait for work, not a lock around work"
+		}
 		v.resource = ""
 		if i < len(a.os.cur) && a.os.cur[i].nativeBusy > 0 {
 			a.os.cur[i].nativeBusy-- // classifyNative counted the wait as work

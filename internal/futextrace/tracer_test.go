@@ -282,13 +282,15 @@ func TestCountedWaitsSampled(t *testing.T) {
 	assert.False(t, exact, "the counts were scaled from windows")
 	assert.Less(t, float64(traced), calls/2, "most calls untraced")
 	assert.Greater(t, f.Traced, 50)
-	// The windows sample about a sixth of the time, so the estimate
-	// follows the rate's swings on a loaded machine: 0.89-1.15 of the
-	// program's count over twelve runs here, idle and with three CPU hogs,
-	// and 1.22 once on a CI machine (before the counts bracketed the
-	// span). Without the scaling it would be a sixth.
-	assert.GreaterOrEqual(t, est, 0.75*inner, "the estimate of the counted word's calls")
-	assert.LessOrEqual(t, est, 1.25*outer, "the estimate of the counted word's calls")
+	// The windows sample a twentieth to a tenth of the time, so the
+	// estimate follows the rate's swings on a loaded machine: 0.89-1.15
+	// of the program's count over twelve runs here, idle and with three
+	// CPU hogs; 1.27 once in a make test beside other tests; 1.01-1.38
+	// over ten runs and 0.70-1.55 over ten more beside two busy loops
+	// (yes > /dev/null) on 2026-12-03. Without the scaling it would be a
+	// tenth or less; counted twice, twice.
+	assert.GreaterOrEqual(t, est, 0.5*inner, "the estimate of the counted word's calls")
+	assert.LessOrEqual(t, est, 1.8*outer, "the estimate of the counted word's calls")
 	if f.Woken > 20 && progWoken > 0 {
 		progMean := time.Duration((c2["total_ns"] - c1["total_ns"]) / progWoken)
 		mean := f.Total / time.Duration(f.Woken+f.TimedOut+f.Interrupted+f.Failed)

@@ -11,9 +11,10 @@
 // class. Any deeper wait is called from inside work and is contention. A
 // thread queued on a mutex, an rwlock or a file lock (flock, fcntl's
 // F_SETLKW) waits for the thread or process that holds it and is
-// contention wherever it is (unless its holder holds the mutex
-// across its own idle wait for input: a gate, which the aggregator tells
-// from the holder's stack and the mutex's memory, analysis.openGates).
+// contention wherever it is (unless its holder holds the mutex or file
+// lock across its own idle wait for input: a gate, which the aggregator
+// tells from the holder's stack and the mutex's memory or /proc/locks,
+// analysis.openGates).
 //
 // The rule reads three things of a stack, each defined by the data below
 // and nothing else: which frames are the waiting machinery (the top), which

@@ -53,6 +53,10 @@ type LockedFile struct {
 	// /proc/locks names it (FileLockHolders); 0 when unknown, or when
 	// the lock is an open file description's (no process owns it).
 	Holder int
+	// Across is the system call the holder's main thread was blocked in
+	// between two reads of /proc/locks that both named it
+	// (HolderAcross): it held the lock through that call. nil otherwise.
+	Across *HeldAcross
 }
 
 // Inode is the file's inode as ID keeps it (its low 40 bits).
@@ -163,4 +167,20 @@ func fileLockHoldersOf(b []byte) map[uint64]int {
 		}
 	}
 	return out
+}
+
+// HolderAcross reads the system call process pid's main thread is in, for
+// the second read of /proc/locks to confirm it held its lock across
+// (LockedFile.Across); nil when it is not blocked in one.
+func (f FS) HolderAcross(pid int) *HeldAcross {
+	b, err := f.readFile(f.pidPath(pid, "syscall"))
+	if err != nil {
+		return nil
+	}
+	var t Thread
+	parseSyscall(b, &t)
+	if t.Syscall < 0 {
+		return nil
+	}
+	return &HeldAcross{Syscall: t.Syscall, SP: t.SyscallSP, PC: t.SyscallPC}
 }

@@ -37,7 +37,7 @@ func TestHolderRoundTripAndVersion10(t *testing.T) {
 // The file a file-lock waiter waits for, and its holder, survive the round trip from
 // version 12 on; a version 11 file reads the thread without it.
 func TestLockedFileRoundTripAndVersion11(t *testing.T) {
-	locked := procfs.LockedFile{Path: "/var/lib/php/sessions/sess_\x1b[2Jx", ID: procfs.FileIDBit | 27<<40 | 9978555, Holder: 12}
+	locked := procfs.LockedFile{Path: "/var/lib/php/sessions/sess_\x1b[2Jx", ID: procfs.FileIDBit | 27<<40 | 9978555, Holder: 12, Across: &procfs.HeldAcross{Syscall: 7, SP: 0x7ffd0000aa00, PC: 0x7f0000bb00}}
 	snaps := []*snapshot.Snapshot{{
 		Time:    time.Unix(1, 0),
 		Threads: []snapshot.OSThread{{TID: 10, Name: "php-fpm8.2", State: 'S', Syscall: 73, SyscallArgs: [5]uint64{5, 2}, Locked: locked}, {TID: 11, Name: "php-fpm8.2", State: 'S', Syscall: 232}},

@@ -365,6 +365,9 @@ func decodeThreads(d *decoder, s *snapshot.Snapshot, prev threadState, key bool)
 			t.Locked.Path = d.str()
 			t.Locked.ID = d.uvarint()
 			t.Locked.Holder = d.int()
+			if d.byte() == 1 {
+				t.Locked.Across = &procfs.HeldAcross{Syscall: d.int(), SP: d.uvarint(), PC: d.uvarint()}
+			}
 		}
 		if d.version >= 6 {
 			t.Stack = decodeStack(d, p.Stack, known)
@@ -531,6 +534,14 @@ func encodeThread(e *encoder, t, p *procfs.Thread, known bool) {
 		e.str(t.Locked.Path)
 		e.uvarint(t.Locked.ID)
 		e.int(t.Locked.Holder)
+		if a := t.Locked.Across; a != nil {
+			e.byte(1)
+			e.int(a.Syscall)
+			e.uvarint(a.SP)
+			e.uvarint(a.PC)
+		} else {
+			e.byte(0)
+		}
 	}
 	if e.version >= 6 {
 		encodeStack(e, t.Stack, p.Stack, known)

@@ -52,7 +52,7 @@ func (s *Sampler) readLockedFiles(threads []snapshot.OSThread) {
 		if next == nil {
 			next = map[int]cachedLock{}
 		}
-		next[t.TID] = cachedLock{key: key, fd: fd, file: t.Locked}
+		next[t.TID] = cachedLock{key: key, fd: fd, file: procfs.LockedFile{Path: t.Locked.Path, ID: t.Locked.ID}} // the holder is read every sample
 	}
 	s.locked = next
 	if next != nil {
@@ -62,16 +62,43 @@ func (s *Sampler) readLockedFiles(threads []snapshot.OSThread) {
 
 // readLockHolders names the process holding each waited-for file's lock,
 // from /proc/locks, read afresh every sample: a lock changes hands between
-// two samples many times.
+// two samples many times. Then, as for a mutex (procfs.ConfirmHolders),
+// the system call each holder is blocked in, and /proc/locks once more: a
+// holder it names again held the lock across that call (a prefork
+// server's child polling its listeners with the accept lock held:
+// analysis.openGates).
 func (s *Sampler) readLockHolders(threads []snapshot.OSThread) {
 	holders, err := s.fs.FileLockHolders()
 	if err != nil {
 		return // the holders stay unknown; the waits are what counts
 	}
+	var across map[int]*procfs.HeldAcross
 	for i := range threads {
 		t := &threads[i]
-		if t.Locked.ID != 0 {
-			t.Locked.Holder = holders[t.Locked.Inode()]
+		if t.Locked.ID == 0 {
+			continue
+		}
+		t.Locked.Holder, t.Locked.Across = holders[t.Locked.Inode()], nil
+		if h := t.Locked.Holder; h > 0 {
+			if _, ok := across[h]; !ok && len(across) < maxLockReadsPerTick {
+				if across == nil {
+					across = map[int]*procfs.HeldAcross{}
+				}
+				across[h] = s.fs.HolderAcross(h)
+			}
+		}
+	}
+	if len(across) == 0 {
+		return
+	}
+	again, err := s.fs.FileLockHolders()
+	if err != nil {
+		return
+	}
+	for i := range threads {
+		l := &threads[i].Locked
+		if l.Holder > 0 && again[l.Inode()] == l.Holder {
+			l.Across = across[l.Holder]
 		}
 	}
 }

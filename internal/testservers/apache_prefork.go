@@ -43,14 +43,16 @@ type PreforkServer struct {
 // StartApachePrefork starts apache2 with the prefork MPM on two free ports
 // of 127.0.0.1, waits for its children, and when conns > 0 loads it with
 // ab (conns concurrent connections, no keep-alive: every request takes a
-// turn on the accept mutex) until the test ends.
-func StartApachePrefork(t testing.TB, conns int) *PreforkServer {
+// turn on the accept mutex) until the test ends. mutex is the accept
+// mutex's mechanism (Apache's Mutex directive: "flock" or "fcntl", file
+// locks on a file in the server's directory), "" for Debian's default.
+func StartApachePrefork(t testing.TB, conns int, mutex string) *PreforkServer {
 	t.Helper()
 	bin, ab := apacheBinaries(t)
 	dir := apacheDir(t)
 	port, statusPort := freePort(t), freePort(t)
 	conf := filepath.Join(dir, "httpd.conf")
-	require.NoError(t, os.WriteFile(conf, []byte(apachePreforkConfig(dir, port, statusPort)), 0o644))
+	require.NoError(t, os.WriteFile(conf, []byte(apachePreforkConfig(dir, port, statusPort, mutex)), 0o644))
 	cmd := exec.Command(bin, "-f", conf, "-DFOREGROUND")
 	// A process group of its own: prefork's parent stops its children
 	// with kill(-its group), which would otherwise take the test too.
@@ -124,8 +126,12 @@ func (s *PreforkServer) Status() (PreforkStatus, error) {
 // apachePreforkConfig is a minimal httpd.conf for the prefork MPM: a fixed
 // number of children (no spares started or stopped meanwhile), two
 // listeners (hence the accept mutex), mod_status on the second.
-func apachePreforkConfig(dir string, port, statusPort int) string {
-	return apacheConfigHead(dir, "prefork", port) + fmt.Sprintf(`Listen 127.0.0.1:%[2]d
+func apachePreforkConfig(dir string, port, statusPort int, mutex string) string {
+	conf := apacheConfigHead(dir, "prefork", port)
+	if mutex != "" {
+		conf += fmt.Sprintf("Mutex %s:%s mpm-accept\n", mutex, dir)
+	}
+	return conf + fmt.Sprintf(`Listen 127.0.0.1:%[2]d
 LoadModule status_module %[3]smod_status.so
 ExtendedStatus On
 StartServers %[4]d
