@@ -120,19 +120,23 @@ func TestAttachSendsOTLPProfilesToACollector(t *testing.T) {
 		lock  string
 		// waiter matches the thread names the target gave its waiters.
 		waiter string
+		// duration is the run's: a JVM's first dumps are slow on a
+		// loaded machine (one run of 8 s exported once in a make test
+		// beside other heavy tests).
+		duration string
 	}{
-		{"native", native.PID, []string{"--interval", "250ms"}, []string{"pthread_mutex_lock", "contender"}, "contended_mutex", `^contender-[0-3]$`},
-		{"jvm", jvm.PID, []string{"--interval", "500ms"}, []string{"SyncSingleton.handle"}, "SyncSingleton", `^request-[1-8]$`},
+		{"native", native.PID, []string{"--interval", "250ms"}, []string{"pthread_mutex_lock", "contender"}, "contended_mutex", `^contender-[0-3]$`, "8s"},
+		{"jvm", jvm.PID, []string{"--interval", "500ms"}, []string{"SyncSingleton.handle"}, "SyncSingleton", `^request-[1-8]$`, "12s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pp := filepath.Join(t.TempDir(), "run.pb.gz")
 			before := len(col.Received(t))
-			args := append([]string{"attach", strconv.Itoa(tc.pid), "--duration", "8s", "--otlp-endpoint", col.URL, "--otlp-interval", "2s", "--pprof", pp}, tc.extra...)
+			args := append([]string{"attach", strconv.Itoa(tc.pid), "--duration", tc.duration, "--otlp-endpoint", col.URL, "--otlp-interval", "2s", "--pprof", pp}, tc.extra...)
 			code, _, errOut := run(t, "", args...)
 			require.Equal(t, 0, code, errOut)
 			assert.Contains(t, errOut, "sending OTLP profiles to "+col.URL+"/v1development/profiles every 2s")
 			assert.NotContains(t, errOut, "not delivered")
-			// Every 2 s and at the end: two exports at least over 8 s (a
+			// Every 2 s and at the end: two exports at least over the run (a
 			// loaded machine may sample less often than asked, and an
 			// export comes with a sample; at 6 s a JVM's slow first dumps
 			// left room for one). The run delivered
