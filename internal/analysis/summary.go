@@ -292,7 +292,7 @@ type ContentionSite struct {
 	// without one. A resource only the recording saw has dumps_seen 0.
 	JFR *JFRResourceWaits `json:"jfr,omitempty"`
 	// Native marks a native resource: Kind is the primitive ("mutex",
-	// "rwlock", "condition", "semaphore", "futex"), Class the module of
+	// "rwlock", "condition", "semaphore", "futex", "filelock"), Class the module of
 	// the wait site, and its counts are over the /proc samples.
 	Native bool `json:"native,omitempty"`
 	// Exact is what the kernel counted of a native resource's waits
