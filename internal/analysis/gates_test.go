@@ -144,6 +144,10 @@ func TestNativeSiteNamedMidRun(t *testing.T) {
 	assert.Equal(t, "mutex|srv|append_log ← commit", cs.ID)
 	assert.Equal(t, 3, cs.Waiters)
 	assert.InDelta(t, 3, cs.AvgWaiters, 1e-9, "every sample's waiters, before and after the names")
+	for _, w := range s.Waits {
+		assert.Equal(t, "append_log ← commit", w.Frame, "thread %d's wait site by the better names", w.TID)
+		assert.NotContains(t, w.Reason, "+0x", "thread %d", w.TID)
+	}
 
 	// The kernel's trace copied a waiter's stack before the names arrived
 	// and before any sample saw a thread wait there; the samples after see

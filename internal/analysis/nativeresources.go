@@ -808,7 +808,13 @@ func (a *Aggregator) renameSite(pid int, v *nativeVerdict) {
 	case known == v.resource:
 		return
 	case unnamedFrames(known) < unnamedFrames(v.resource):
+		// The sample's verdict (a copy: the thread's cached one keeps
+		// what its stack said) says where it waits by the better names.
 		v.resource = known
+		if sa := nw.sites[known]; sa != nil && v.w.Site != "" {
+			v.w.Reason = strings.ReplaceAll(v.w.Reason, v.w.Site, sa.site)
+			v.w.Site, v.w.Module = sa.site, sa.module
+		}
 		return
 	case unnamedFrames(v.resource) < unnamedFrames(known):
 		nw.sitePCs[k] = v.resource
