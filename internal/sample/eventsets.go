@@ -10,14 +10,7 @@ import (
 // program's own pipes, eventfds and signalfds (another thread or process
 // of the program must wake it, as a condition's waiter). The wait rule
 // needs to know which (nativewait's ownEventsVerdict); the set is read
-// from /proc/<pid>/fdinfo, once per wait: a thread that has not moved
-// since (stackKey) keeps what its set was.
-
-type cachedEvents struct {
-	key    stackKey
-	epfd   uint64
-	events procfs.EventSet
-}
+// from /proc/<pid>/fdinfo, once per wait (perWait).
 
 // maxEventReadsPerTick bounds the sets read afresh in one sample (each is
 // two or three system calls); the rest are read in the next samples.
@@ -29,8 +22,7 @@ func (s *Sampler) readEventSets(threads []snapshot.OSThread) {
 	if s.target.Kind != snapshot.KindNative {
 		return
 	}
-	prev := s.events
-	var next map[int]cachedEvents
+	defer s.events.turn()
 	var bySet map[uint64]procfs.EventSet // this sample's sets, by epfd
 	fresh := 0
 	for i := range threads {
@@ -40,9 +32,8 @@ func (s *Sampler) readEventSets(threads []snapshot.OSThread) {
 			continue
 		}
 		epfd := t.SyscallArgs[0]
-		key := stackKey{start: t.StartTime, sp: t.SyscallSP, pc: t.SyscallPC, voluntary: t.Voluntary}
-		if c, ok := prev[t.TID]; ok && c.key == key && c.epfd == epfd {
-			t.Events = c.events
+		if e, ok := s.events.get(t, epfd); ok {
+			t.Events = e
 		} else if e, ok := bySet[epfd]; ok {
 			t.Events = e
 		} else if fresh < maxEventReadsPerTick {
@@ -53,13 +44,8 @@ func (s *Sampler) readEventSets(threads []snapshot.OSThread) {
 			}
 			bySet[epfd] = t.Events
 		}
-		if t.Events == procfs.EventsUnread {
-			continue
+		if t.Events != procfs.EventsUnread {
+			s.events.keep(t, epfd, t.Events)
 		}
-		if next == nil {
-			next = map[int]cachedEvents{}
-		}
-		next[t.TID] = cachedEvents{key: key, epfd: epfd, events: t.Events}
 	}
-	s.events = next
 }

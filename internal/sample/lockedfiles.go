@@ -8,13 +8,7 @@ import (
 // Locked files. A native thread blocked in flock or fcntl(F_SETLKW) queues
 // for a lock on a file; which file (its path and identity) makes the
 // waits of many processes one resource. It is read once per wait, as an
-// epoll set is: a thread that has not moved since (stackKey) keeps it.
-
-type cachedLock struct {
-	key  stackKey
-	fd   int
-	file procfs.LockedFile
-}
+// epoll set is (perWait).
 
 // maxLockReadsPerTick bounds the descriptors read afresh in one sample;
 // the rest are read in the next samples.
@@ -26,9 +20,8 @@ func (s *Sampler) readLockedFiles(threads []snapshot.OSThread) {
 	if s.target.Kind != snapshot.KindNative {
 		return
 	}
-	prev := s.locked
-	var next map[int]cachedLock
-	fresh := 0
+	defer s.locked.turn()
+	fresh, waiting := 0, false
 	for i := range threads {
 		t := &threads[i]
 		t.Locked = procfs.LockedFile{}
@@ -39,23 +32,18 @@ func (s *Sampler) readLockedFiles(threads []snapshot.OSThread) {
 		if !ok {
 			continue
 		}
-		key := stackKey{start: t.StartTime, sp: t.SyscallSP, pc: t.SyscallPC, voluntary: t.Voluntary}
-		if c, ok := prev[t.TID]; ok && c.key == key && c.fd == fd {
-			t.Locked = c.file
+		if f, ok := s.locked.get(t, uint64(fd)); ok {
+			t.Locked = f
 		} else if fresh < maxLockReadsPerTick {
 			fresh++
 			t.Locked, _ = s.fs.LockedFileOf(s.opts.PID, fd)
 		}
-		if t.Locked == (procfs.LockedFile{}) {
-			continue
+		if t.Locked != (procfs.LockedFile{}) {
+			s.locked.keep(t, uint64(fd), t.Locked) // the holder is read every sample
+			waiting = true
 		}
-		if next == nil {
-			next = map[int]cachedLock{}
-		}
-		next[t.TID] = cachedLock{key: key, fd: fd, file: procfs.LockedFile{Path: t.Locked.Path, ID: t.Locked.ID}} // the holder is read every sample
 	}
-	s.locked = next
-	if next != nil {
+	if waiting {
 		s.readLockHolders(threads)
 	}
 }

@@ -170,10 +170,10 @@ type Sampler struct {
 	fast fastState
 	// events are the epoll sets of the previous sample's threads
 	// (eventsets.go).
-	events map[int]cachedEvents
+	events perWait[procfs.EventSet]
 	// locked are the files the previous sample's threads waited to lock
 	// (lockedfiles.go).
-	locked map[int]cachedLock
+	locked perWait[procfs.LockedFile]
 	// tree samples the target's descendants with it (tree.go); nil
 	// for one process.
 	tree *treeState

@@ -165,7 +165,7 @@ func (s *Sampler) unwindThreads(threads []snapshot.OSThread, want map[int]bool) 
 		if t.Syscall < 0 || t.SyscallSP == 0 || t.SyscallPC == 0 || want != nil && !want[t.TID] {
 			continue
 		}
-		key := stackKey{start: t.StartTime, sp: t.SyscallSP, pc: t.SyscallPC, voluntary: t.Voluntary}
+		key := waitKey(t)
 		if c, ok := s.stacks.cache[t.TID]; ok && c.key == key {
 			t.Stack = c.stack
 			next[t.TID] = c
@@ -193,7 +193,7 @@ func (s *Sampler) unwindThreads(threads []snapshot.OSThread, want map[int]bool) 
 			var again bool
 			t.Stack, again = s.unwindAgain(u, t)
 			if again {
-				key = stackKey{start: t.StartTime, sp: t.SyscallSP, pc: t.SyscallPC, voluntary: t.Voluntary}
+				key = waitKey(t)
 				moved = true
 			}
 		}
