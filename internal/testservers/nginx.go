@@ -24,7 +24,7 @@ type Nginx struct {
 	Addr    string
 	Workers int
 	cmd     *exec.Cmd
-	done    chan struct{}
+	done    <-chan struct{}
 	out     *syncBuffer
 }
 
@@ -72,22 +72,9 @@ http {
 	confPath := filepath.Join(dir, "nginx.conf")
 	require.NoError(t, os.WriteFile(confPath, []byte(conf), 0o644))
 	cmd := exec.Command(bin, "-c", confPath, "-p", dir, "-e", filepath.Join(dir, "error.log"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	n := &Nginx{Addr: "127.0.0.1:" + strconv.Itoa(port), Workers: workers, cmd: cmd, done: make(chan struct{}), out: &syncBuffer{}}
-	cmd.Stdout, cmd.Stderr = n.out, n.out
-	require.NoError(t, cmd.Start())
+	n := &Nginx{Addr: "127.0.0.1:" + strconv.Itoa(port), Workers: workers, cmd: cmd}
+	n.out, n.done = startOwned(t, cmd, syscall.SIGQUIT) // a graceful stop, which ends the workers
 	n.PID = cmd.Process.Pid
-	go func() { _ = cmd.Wait(); close(n.done) }()
-	t.Cleanup(func() {
-		// SIGQUIT: a graceful stop, which ends the workers; then by pid.
-		_ = cmd.Process.Signal(syscall.SIGQUIT)
-		select {
-		case <-n.done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-n.done
-		}
-	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", n.Addr, time.Second)

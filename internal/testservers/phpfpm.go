@@ -75,22 +75,7 @@ php_admin_value[session.use_strict_mode] = 0
 	// -n: no php.ini, so that the machine's settings do not change the
 	// test; the session handler is built in.
 	cmd := exec.Command(bins[0], "-F", "-n", "-y", confPath)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		// SIGQUIT: a graceful stop, which ends the pool; then by pid.
-		_ = cmd.Process.Signal(syscall.SIGQUIT)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	out, done := startOwned(t, cmd, syscall.SIGQUIT) // a graceful stop, which ends the pool
 	ngx := startNginx(t, 1, dir, `		location = /session.php {
 			fastcgi_pass 127.0.0.1:`+strconv.Itoa(port)+`;
 			fastcgi_param SCRIPT_FILENAME `+filepath.Join(dir, "session.php")+`;

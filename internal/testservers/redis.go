@@ -76,16 +76,7 @@ func startRedisServer(t testing.TB, bin, dir, sock string) int {
 		"--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
 		// One I/O thread besides the main one (the count includes it).
 		"--io-threads", "2", "--daemonize", "no", "--logfile", "")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill() // our child: its pid is ours until reaped
-		<-done
-	})
+	out, done := startOwned(t, cmd, syscall.SIGKILL)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if redisPing(sock) {
