@@ -62,6 +62,8 @@ func TestNativeFileLockAcrossProcesses(t *testing.T) {
 	}
 	require.NotNil(t, f, "a finding for the file lock: %+v", s.Findings)
 	assert.Contains(t, f.Summary, "on a file lock, held by a thread in clock_nanosleep (hrtimer_nanosleep)")
+	assert.True(t, cs.WaiterProcesses)
+	assert.Contains(t, f.Summary, "Up to 4 processes (", "the waiters are processes of one thread each")
 	require.NotEmpty(t, cs.Holders)
 	assert.Equal(t, FrameCount{Frame: "in clock_nanosleep (hrtimer_nanosleep)", Samples: 4}, cs.Holders[0], "once a sample for the one file")
 	assert.Contains(t, f.Evidence, "files locked: "+journal.Path)

@@ -373,7 +373,11 @@ func poolSentence(cs ContentionSite) string {
 	if cs.Pool == "" || cs.PoolThreads < 2 || cs.PoolWaiting < 1 {
 		return ""
 	}
-	p := fmt.Sprintf("%d of %d %s threads wait here", cs.PoolWaiting, cs.PoolThreads, cs.Pool)
+	of := "threads"
+	if cs.WaiterProcesses {
+		of = "processes"
+	}
+	p := fmt.Sprintf("%d of %d %s %s wait here", cs.PoolWaiting, cs.PoolThreads, cs.Pool, of)
 	working := 0
 	for _, f := range cs.OthersRun {
 		working += f.Samples
@@ -750,6 +754,9 @@ func shortClass(c string) string {
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "s") {
+		return fmt.Sprintf("%d %ses", n, noun) // processes
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }

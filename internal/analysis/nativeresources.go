@@ -139,6 +139,9 @@ type nativeSiteAgg struct {
 	// files are the paths of the files a file lock's waiters waited to
 	// lock, the first maxSiteFiles seen.
 	files []string
+	// processes: the waiters at the peak were each the one thread of a
+	// process of the tree.
+	processes bool
 }
 
 // maxSiteFiles bounds nativeSiteAgg.files.
@@ -591,6 +594,18 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 		names   []string
 		pools   map[string]int
 		stack   int // index in s.Threads of a waiter with a stack, -1 without
+		// threaded: a waiter is not the one thread of its process.
+		threaded bool
+	}
+	// In a tree of processes, the threads of each process: a resource
+	// whose waiters are each a process of one thread (PostgreSQL's
+	// backends, PHP-FPM's children) counts processes.
+	var threadsOf map[int]int
+	if len(s.Threads) > 0 && s.Threads[0].PID != 0 {
+		threadsOf = map[int]int{}
+		for i := range s.Threads {
+			threadsOf[s.Threads[i].PID]++
+		}
 	}
 	// Sites named better since they were first seen take their better
 	// names first: twice over, so that a verdict under the worse name
@@ -625,6 +640,7 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 			c.stack = i
 		}
 		c.waiters++
+		c.threaded = c.threaded || threadsOf == nil || threadsOf[s.Threads[i].PID] != 1
 		if v.w.SiteLine != "" {
 			sa.line = v.w.SiteLine
 		}
@@ -675,6 +691,7 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 		}
 		if c.waiters >= sa.peakWaiters {
 			sa.peakWaiters = c.waiters
+			sa.processes = !c.threaded
 			sa.waiterNames = c.names
 			if c.stack >= 0 {
 				sa.waiterStack = frameNames(s.Threads[c.stack].Stack, maxHolderFrames)
@@ -927,8 +944,9 @@ func (a *Aggregator) nativeContentionSites() []ContentionSite {
 			WaiterThreads: append([]string{}, sa.waiterNames...),
 			Pool:          sa.pool, PoolThreads: sa.poolThreads, PoolWaiting: sa.poolWaiting,
 			OthersRun: []FrameCount{}, Holders: sa.holders.top(3),
-			WaiterStack: append([]string(nil), sa.waiterStack...),
-			Files:       append([]string(nil), sa.files...),
+			WaiterStack:     append([]string(nil), sa.waiterStack...),
+			Files:           append([]string(nil), sa.files...),
+			WaiterProcesses: sa.processes,
 		}
 		if n > 0 {
 			cs.AvgWaiters = round3(float64(sa.waiterSum) / float64(n))
@@ -974,10 +992,14 @@ func nativeResourceFinding(cs ContentionSite, s *Summary) (Finding, bool) {
 		sev = SeverityCritical
 	}
 	kind := nativewait.Kind(cs.Kind)
-	what := fmt.Sprintf("Up to %d threads (%.1f on average, waiting in %.0f%% of samples, seen in %s) wait",
-		cs.Waiters, cs.AvgWaiters, 100*cs.BlockedShare, plural(cs.DumpsSeen, "sample"))
+	noun := "thread"
+	if cs.WaiterProcesses {
+		noun = "process"
+	}
+	what := fmt.Sprintf("Up to %s (%.1f on average, waiting in %.0f%% of samples, seen in %s) wait",
+		plural(cs.Waiters, noun), cs.AvgWaiters, 100*cs.BlockedShare, plural(cs.DumpsSeen, "sample"))
 	if s.Samples <= 1 {
-		what = fmt.Sprintf("%s wait", capitalize(plural(cs.Waiters, "thread")))
+		what = fmt.Sprintf("%s wait", capitalize(plural(cs.Waiters, noun)))
 	}
 	on := fmt.Sprintf("on %s", nativeKindWords(kind, cs.Instances))
 	summary := fmt.Sprintf("%s inside their work at %s %s", what, cs.WaitFrame, on)

@@ -306,6 +306,10 @@ type ContentionSite struct {
 	// (their descriptors' paths, the first 8 seen); absent for other
 	// kinds.
 	Files []string `json:"files,omitempty"`
+	// WaiterProcesses says a native resource's waiters at the peak were
+	// each the one thread of a process of a tree (a backend per client):
+	// its finding counts processes.
+	WaiterProcesses bool `json:"waiter_processes,omitempty"`
 }
 
 // FrameCount is a frame and the number of samples that showed it.

@@ -212,4 +212,12 @@ func TestAttachPHPSessionLock(t *testing.T) {
 	if assert.NotNil(t, doc.Processes) {
 		assert.Equal(t, 7, doc.Processes.Last, "the master and its pool")
 	}
+	named := false
+	for _, f := range doc.Findings {
+		if f.Subject == "resource "+top.ID {
+			named = true
+			assert.Contains(t, f.Summary, "processes", "the pool's children are processes of one thread: %s", f.Summary)
+		}
+	}
+	assert.True(t, named, "a finding names %s", top.ID)
 }

@@ -59,6 +59,7 @@ type treeAttach struct {
 	} `json:"scheduling"`
 	Findings []struct {
 		Kind    string `json:"kind"`
+		Subject string `json:"subject"`
 		Summary string `json:"summary"`
 	} `json:"findings"`
 }
