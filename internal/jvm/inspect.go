@@ -122,6 +122,12 @@ func InspectMapped(fs procfs.FS, pid int, hotSpot func() bool) (*Info, error) {
 			info.MainClass = f[0]
 		}
 	}
+	if info.MainClass == "" {
+		// A JVM met in its first moments may not have written its
+		// command into hsperfdata yet (serve --java discovers JVMs as
+		// they start): its command line says it already.
+		info.MainClass = mainClassOf(strings.Fields(p.Cmdline))
+	}
 	info.AttachSupported = pd.AttachSupported()
 	info.CatchesQuit, err = catchesQuit(fs, pid)
 	if err != nil {

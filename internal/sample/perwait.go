@@ -18,6 +18,14 @@ type waitEntry[T any] struct {
 	v   T
 }
 
+// readWaitedFor reads, of the native threads blocked on something other
+// than a futex, what they wait for: the epoll set (eventsets.go), the
+// file to lock (lockedfiles.go).
+func (s *Sampler) readWaitedFor(threads []snapshot.OSThread) {
+	s.readEventSets(threads)
+	s.readLockedFiles(threads)
+}
+
 // waitKey is a blocked thread's place: it is in the same wait while this
 // stays the same.
 func waitKey(t *snapshot.OSThread) stackKey {

@@ -443,8 +443,7 @@ func (s *Sampler) Take(ctx context.Context) (*snapshot.Snapshot, error) {
 	// named by its mutex, held it through that wait (a gate's holder
 	// waits for work with the lock held: analysis.openGates).
 	s.mem.ConfirmHolders(snap.Futexes)
-	s.readEventSets(threads)
-	s.readLockedFiles(threads)
+	s.readWaitedFor(threads)
 	if s.tree == nil {
 		// A tree's are read once its processes' threads are in.
 		s.readExactWaits(snap, threads)
