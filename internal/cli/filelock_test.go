@@ -136,6 +136,7 @@ func TestAttachFileLockQueues(t *testing.T) {
 			assert.Equal(t, 1, cs.Instances, "one file at %s", cs.ID)
 			assert.Equal(t, []string{want.file}, cs.Files)
 			require.Greater(t, want.waiters, 1.0, "the kernel saw a queue on %s", want.file)
+			t.Logf("%s: ctprof %.2f waiters on average, /proc/locks %.2f", cs.ID, cs.AvgWaiters, want.waiters)
 			assert.InEpsilon(t, want.waiters, cs.AvgWaiters, 0.25, "average waiters at %s against /proc/locks", cs.ID)
 			// The holder, a worker of one thread, sleeps out its hold
 			// with the file locked.
@@ -206,6 +207,7 @@ func TestAttachPHPSessionLock(t *testing.T) {
 	assert.Equal(t, []string{file}, top.Files)
 	assert.Equal(t, 1, top.Instances)
 	assert.Equal(t, "php-fpm: pool www", top.Pool)
+	t.Logf("%s: ctprof %.2f waiters on average, /proc/locks %.2f", top.ID, top.AvgWaiters, truth)
 	assert.InEpsilon(t, truth, top.AvgWaiters, 0.25, "average waiters against /proc/locks")
 	assert.NotEmpty(t, top.Holders, "the children that held the session, as /proc/locks named them")
 	t.Logf("holders: %+v", top.Holders)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -152,6 +153,15 @@ func (pg *Postgres) Stop(t testing.TB) {
 // connArgs are a client's arguments to reach pg over TCP as postgres.
 func (p PostgresTools) connArgs(pg *Postgres, more ...string) []string {
 	return append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port), "-U", "postgres", "-X", "-q", "-d", "postgres"}, more...)
+}
+
+// Query runs one SQL statement over a psql session and returns what it
+// printed, unaligned and without headers ("0").
+func (p PostgresTools) Query(t testing.TB, pg *Postgres, sql string) string {
+	t.Helper()
+	out, err := exec.Command(p.Psql, p.connArgs(pg, "-A", "-t", "-c", sql)...).CombinedOutput()
+	require.NoError(t, err, "psql -c %q: %s", sql, out)
+	return strings.TrimSpace(string(out))
 }
 
 // InitPgbench creates pgbench's tables at scale 1: one branch, which every
