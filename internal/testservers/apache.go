@@ -60,6 +60,28 @@ func apacheBinaries(t testing.TB) (bin, ab string) {
 	return bin, lookAB(t)
 }
 
+// startApache2 starts apache2 in the foreground on the configuration
+// conf, its files in dir, followed as a tree (tpoolTrack) until the test
+// ends; errorLog is what it printed and its error.log. Should the test's
+// process die, apache2 dies with it, and its children then read the end
+// of the pipe of death and exit. ownGroup gives it a process group of its
+// own: prefork's parent stops its children with kill(-its group), which
+// would otherwise take the test too.
+func startApache2(t testing.TB, bin, dir, conf string, ownGroup bool) (*exec.Cmd, *tpoolTree, func() string) {
+	t.Helper()
+	cmd := exec.Command(bin, "-f", conf, "-DFOREGROUND")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: ownGroup}
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	tree := tpoolTrack(t, cmd)
+	errorLog := func() string {
+		b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		return out.String() + string(b)
+	}
+	return cmd, tree, errorLog
+}
+
 // StartApache starts apache2 with the event MPM on a free port of
 // 127.0.0.1, loads it with ab until its workers serve the load, and returns
 // its child process with its labels.
@@ -71,19 +93,7 @@ func StartApache(t testing.TB) *Server {
 	conf := filepath.Join(dir, "httpd.conf")
 	require.NoError(t, os.WriteFile(conf, []byte(apacheConfig(dir, port)), 0o644))
 
-	cmd := exec.Command(bin, "-f", conf, "-DFOREGROUND")
-	// Should the test's process die, apache2 dies with it, and its child
-	// then reads the end of the pipe of death and exits.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start())
-	tree := tpoolTrack(t, cmd)
-	errorLog := func() string {
-		b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-		return out.String() + string(b)
-	}
-
+	_, tree, errorLog := startApache2(t, bin, dir, conf, false)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	tpoolWaitFor(t, tree, 60*time.Second, "apache2 serving http://"+addr+"/m/small.txt", errorLog, func() bool {
 		return tpoolHTTPOK("http://" + addr + "/m/small.txt")

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,18 +52,7 @@ func StartApachePrefork(t testing.TB, conns int, mutex string) *PreforkServer {
 	port, statusPort := freePort(t), freePort(t)
 	conf := filepath.Join(dir, "httpd.conf")
 	require.NoError(t, os.WriteFile(conf, []byte(apachePreforkConfig(dir, port, statusPort, mutex)), 0o644))
-	cmd := exec.Command(bin, "-f", conf, "-DFOREGROUND")
-	// A process group of its own: prefork's parent stops its children
-	// with kill(-its group), which would otherwise take the test too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start())
-	tree := tpoolTrack(t, cmd)
-	errorLog := func() string {
-		b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-		return out.String() + string(b)
-	}
+	cmd, tree, errorLog := startApache2(t, bin, dir, conf, true)
 	s := &PreforkServer{
 		PID:       cmd.Process.Pid,
 		Addr:      net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
