@@ -255,7 +255,7 @@ func (a *Aggregator) classifyNative(s *snapshot.Snapshot) []*nativeVerdict {
 // lock: no gate.
 func (a *Aggregator) openFileGates(s *snapshot.Snapshot, out []*nativeVerdict) {
 	nw := &a.native
-	var index, threadsOf map[int]int // tid → index in s.Threads; pid → its threads in the sample
+	procs := sampleProcesses{s: s}
 	for i, v := range out {
 		if v == nil || v.w.Kind != nativewait.FileLock || v.w.Verdict != nativewait.Contention {
 			continue
@@ -265,19 +265,8 @@ func (a *Aggregator) openFileGates(s *snapshot.Snapshot, out []*nativeVerdict) {
 		if h == nil || lf.Holder <= 0 || lf.ID == 0 || nw.gateWords[lf.ID] || waitsForThread(h.Syscall) {
 			continue
 		}
-		if index == nil {
-			index, threadsOf = make(map[int]int, len(s.Threads)), map[int]int{}
-			for j := range s.Threads {
-				index[s.Threads[j].TID] = j
-				pid := s.Threads[j].PID
-				if pid == 0 {
-					pid = s.Target.PID
-				}
-				threadsOf[pid]++
-			}
-		}
-		j, ok := index[lf.Holder] // its main thread
-		if !ok || j >= len(a.os.cur) || threadsOf[lf.Holder] != 1 {
+		j, ok := procs.onlyThread(lf.Holder)
+		if !ok || j >= len(a.os.cur) {
 			continue
 		}
 		if at := a.os.cur[j].nv.idleAt; at.syscall != h.Syscall || at.sp != h.SP || at.pc != h.PC {
@@ -597,16 +586,11 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 		// threaded: a waiter is not the one thread of its process.
 		threaded bool
 	}
-	// In a tree of processes, the threads of each process: a resource
-	// whose waiters are each a process of one thread (PostgreSQL's
-	// backends, PHP-FPM's children) counts processes.
-	var threadsOf map[int]int
-	if len(s.Threads) > 0 && s.Threads[0].PID != 0 {
-		threadsOf = map[int]int{}
-		for i := range s.Threads {
-			threadsOf[s.Threads[i].PID]++
-		}
-	}
+	// In a tree of processes, a resource whose waiters are each a
+	// process of one thread (PostgreSQL's backends, PHP-FPM's children)
+	// counts processes.
+	tree := len(s.Threads) > 0 && s.Threads[0].PID != 0
+	procs := sampleProcesses{s: s}
 	// Sites named better since they were first seen take their better
 	// names first: twice over, so that a verdict under the worse name
 	// counts at the better whatever the threads' order.
@@ -640,7 +624,13 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 			c.stack = i
 		}
 		c.waiters++
-		c.threaded = c.threaded || threadsOf == nil || threadsOf[s.Threads[i].PID] != 1
+		if !c.threaded {
+			c.threaded = !tree
+			if tree {
+				_, one := procs.onlyThread(s.Threads[i].PID)
+				c.threaded = !one
+			}
+		}
 		if v.w.SiteLine != "" {
 			sa.line = v.w.SiteLine
 		}
@@ -677,7 +667,7 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 			}
 		}
 	}
-	a.noteFileLockHolders(s, verdicts)
+	a.noteFileLockHolders(s, verdicts, &procs)
 	for _, sa := range nw.sites {
 		sa.current = 0
 	}
@@ -718,13 +708,12 @@ func (a *Aggregator) addNativeSites(s *snapshot.Snapshot, verdicts []*nativeVerd
 // process is one thread of the sample (a pool's worker). Of a process of
 // many threads the kernel does not say which holds it, and ctprof does not
 // guess.
-func (a *Aggregator) noteFileLockHolders(s *snapshot.Snapshot, verdicts []*nativeVerdict) {
+func (a *Aggregator) noteFileLockHolders(s *snapshot.Snapshot, verdicts []*nativeVerdict, procs *sampleProcesses) {
 	type fileAt struct {
 		resource string
 		id       uint64
 	}
 	var seen map[fileAt]bool
-	var byPID map[int][]int // process → its threads' indexes in s.Threads
 	for i, v := range verdicts {
 		if v == nil || v.resource == "" || v.w.Kind != nativewait.FileLock {
 			continue
@@ -735,21 +724,44 @@ func (a *Aggregator) noteFileLockHolders(s *snapshot.Snapshot, verdicts []*nativ
 			continue
 		}
 		if seen == nil {
-			seen, byPID = map[fileAt]bool{}, map[int][]int{}
-			for j := range s.Threads {
-				pid := s.Threads[j].PID
-				if pid == 0 {
-					pid = s.Target.PID
-				}
-				byPID[pid] = append(byPID[pid], j)
-			}
+			seen = map[fileAt]bool{}
 		}
 		seen[k] = true
 		sa := a.native.sites[v.resource]
-		if ts := byPID[lf.Holder]; sa != nil && len(ts) == 1 {
-			sa.holders.inc(holderDoing(&s.Threads[ts[0]]), 1)
+		if j, ok := procs.onlyThread(lf.Holder); sa != nil && ok {
+			sa.holders.inc(holderDoing(&s.Threads[j]), 1)
 		}
 	}
+}
+
+// sampleProcesses is a sample's threads by process, counted on first use:
+// a thread with no process's pid is the target's.
+type sampleProcesses struct {
+	s *snapshot.Snapshot
+	// only is each process's one thread (its index in s.Threads), -1 for
+	// a process of several.
+	only map[int]int
+}
+
+// onlyThread returns the index of process pid's thread when the sample
+// has exactly one of it.
+func (p *sampleProcesses) onlyThread(pid int) (int, bool) {
+	if p.only == nil {
+		p.only = map[int]int{}
+		for j := range p.s.Threads {
+			q := p.s.Threads[j].PID
+			if q == 0 {
+				q = p.s.Target.PID
+			}
+			if _, seen := p.only[q]; seen {
+				p.only[q] = -1
+			} else {
+				p.only[q] = j
+			}
+		}
+	}
+	j, ok := p.only[pid]
+	return j, ok && j >= 0
 }
 
 // noteFile keeps a locked file's path among the first maxSiteFiles.
